@@ -1,0 +1,41 @@
+"""jupyter-gpumem: GPU memory control and a live view for Jupyter notebooks.
+
+In a notebook::
+
+    %load_ext jupyter_gpumem
+    %gpumem status
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._version import __version__
+from .model import Device, GpuProcess, MigDevice, Snapshot
+from .snapshot import take_snapshot
+
+__all__ = [
+    "Device",
+    "GpuProcess",
+    "MigDevice",
+    "Snapshot",
+    "__version__",
+    "load_ipython_extension",
+    "take_snapshot",
+    "unload_ipython_extension",
+]
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    return [{"src": "labextension", "dest": "jupyter-gpumem"}]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext jupyter_gpumem`: registers the `%gpumem` magic. Loading again changes nothing."""
+    from .magic import GpumemMagics
+
+    ipython.register_magics(GpumemMagics)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    ipython.magics_manager.magics["line"].pop("gpumem", None)

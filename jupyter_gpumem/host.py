@@ -1,0 +1,99 @@
+"""Name, user and CPU% of the processes NVML reports, from the host's process table (psutil).
+
+Looking processes up costs more than reading NVML, so it happens at a slower cadence
+(``refresh_s``) and is cached per PID. The command line is never read: on a shared machine
+another user's arguments are theirs.
+
+Inside a container NVML reports host PIDs, which can name an unrelated process in the container's
+own PID namespace. Where the driver names the process and the names disagree, the host figures are
+not used: an honest "not visible" beats another process's CPU%.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+
+import psutil
+
+from .model import HostInfo
+
+
+@dataclass
+class _Entry:
+    process: psutil.Process | None
+    info: HostInfo
+    refreshed_at: float
+    cpu_primed: bool
+
+
+def _same_program(driver_name: str, host_name: str) -> bool:
+    # The driver gives a path or a name; the host's comm is cut to 15 characters.
+    base = os.path.basename(driver_name)
+    return base.startswith(host_name) or host_name.startswith(base[:15])
+
+
+class HostProcesses:
+    def __init__(self, refresh_s: float = 5.0, clock: Callable[[], float] = time.monotonic):
+        self.refresh_s = refresh_s
+        self._clock = clock
+        self._entries: dict[int, _Entry] = {}
+
+    def lookup(
+        self,
+        pids: Collection[int],
+        nvml_name: Callable[[int], str | None],
+        cpu_window_s: float = 0.0,
+    ) -> Mapping[int, HostInfo]:
+        """Host info per PID. With ``cpu_window_s``, PIDs seen for the first time get a CPU%
+        measured over that window instead of waiting for the next refresh."""
+        now = self._clock()
+        for gone in self._entries.keys() - set(pids):
+            del self._entries[gone]
+        fresh = []
+        for pid in pids:
+            entry = self._entries.get(pid)
+            if entry is None:
+                entry = self._entries[pid] = self._open(pid, nvml_name(pid), now)
+                fresh.append(entry)
+            elif now - entry.refreshed_at >= self.refresh_s:
+                self._refresh(entry, now)
+        if cpu_window_s > 0 and any(e.process for e in fresh):
+            time.sleep(cpu_window_s)
+            for entry in fresh:
+                self._refresh(entry, self._clock())
+        return {pid: entry.info for pid, entry in self._entries.items()}
+
+    def _open(self, pid: int, driver_name: str | None, now: float) -> _Entry:
+        try:
+            process = psutil.Process(pid)
+            with process.oneshot():
+                host_name = process.name()
+                user = _username(process)
+                process.cpu_percent(None)  # primes the counter; the first reading is meaningless
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return _Entry(None, HostInfo(name=driver_name), now, False)
+        if driver_name and not _same_program(driver_name, host_name):
+            return _Entry(None, HostInfo(name=driver_name), now, False)
+        return _Entry(process, HostInfo(name=driver_name or host_name, user=user), now, True)
+
+    def _refresh(self, entry: _Entry, now: float) -> None:
+        entry.refreshed_at = now
+        if entry.process is None:
+            return
+        try:
+            cpu = entry.process.cpu_percent(None)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            entry.process = None
+            entry.info = HostInfo(name=entry.info.name)
+            return
+        entry.info = HostInfo(name=entry.info.name, user=entry.info.user, cpu_percent=cpu)
+
+
+def _username(process: psutil.Process) -> str | None:
+    try:
+        return process.username()
+    except (KeyError, psutil.AccessDenied):  # a UID with no passwd entry (common in containers)
+        return None

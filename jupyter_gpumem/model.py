@@ -1,0 +1,72 @@
+"""Plain immutable data passed between layers. No pynvml or framework object ever gets in here.
+
+A figure the driver cannot tell is ``None`` ("N/A"), never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ProcessKind = Literal["compute", "graphics", "compute+graphics"]
+
+
+@dataclass(frozen=True, slots=True)
+class HostInfo:
+    """What the host's process table says about a PID (``None`` where it cannot be seen)."""
+
+    name: str | None = None
+    user: str | None = None
+    cpu_percent: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    pid: int
+    gpu_uuid: str
+    used_bytes: int | None  # None: the driver cannot tell (WDDM, some MIG setups)
+    kind: ProcessKind
+    name: str | None
+    user: str | None
+    cpu_percent: float | None
+    is_self: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MigDevice:
+    uuid: str | None
+    total_bytes: int | None
+    used_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    index: int  # NVML index (PCI bus order); match devices by uuid, not index
+    uuid: str | None
+    name: str | None
+    total_bytes: int | None = None
+    used_bytes: int | None = None
+    free_bytes: int | None = None
+    utilization_percent: int | None = None
+    mig_enabled: bool | None = None  # None: MIG not supported on this GPU
+    mig_devices: tuple[MigDevice, ...] = ()
+    processes: tuple[GpuProcess, ...] = ()
+    processes_known: bool = True  # False when the driver refused the process query
+    lost: bool = False  # NVML_ERROR_GPU_IS_LOST: fell off the bus, needs a reset
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One reading of every GPU and every process on it, as nvidia-smi would count them."""
+
+    taken_at: float  # time.time()
+    own_pid: int
+    devices: tuple[Device, ...] = ()
+    driver_version: str | None = None
+    problem: str | None = None  # a sentence when NVML cannot be read at all
+    simulated_scenario: str | None = None  # set when the stand-in NVML answered, not a driver
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def own_processes(self) -> tuple[GpuProcess, ...]:
+        return tuple(p for d in self.devices for p in d.processes if p.is_self)

@@ -1,0 +1,78 @@
+"""Test bed: the stand-in libnvidia-ml.so.1, built from jupyter_gpumem/standin/nvml.c.
+
+The dynamic loader reads LD_LIBRARY_PATH once, when a process starts. So the first pytest process
+compiles the stand-in into a temporary directory and runs itself again with LD_LIBRARY_PATH naming
+it; from then on the unmodified nvidia-ml-py binding loads it exactly as it loads a real driver.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from jupyter_gpumem import standin
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SCENARIOS = FIXTURES / "scenarios"
+_BUILD_VARIABLE = "JUPYTER_GPUMEM_TEST_STANDIN_DIR"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get(_BUILD_VARIABLE):
+        return
+    directory = Path(tempfile.mkdtemp(prefix="gpumem-standin-"))
+    standin.build(directory / "current")
+    standin.build(directory / "without-v3", without_v3=True)
+    os.environ[_BUILD_VARIABLE] = str(directory)
+    os.environ["LD_LIBRARY_PATH"] = os.pathsep.join(
+        filter(None, [str(directory / "current"), os.environ.get("LD_LIBRARY_PATH")])
+    )
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        capture.stop_global_capturing()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    directory = os.environ.get(_BUILD_VARIABLE)
+    if directory and os.environ.get("PYTEST_XDIST_WORKER") is None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def standin_dir() -> Path:
+    """The directory holding the stand-in libnvidia-ml.so.1 this process loads."""
+    return Path(os.environ[_BUILD_VARIABLE]) / "current"
+
+
+@pytest.fixture(scope="session")
+def standin_without_v3_dir() -> Path:
+    """A stand-in that imitates a driver older than the binding (no _v3 process queries)."""
+    return Path(os.environ[_BUILD_VARIABLE]) / "without-v3"
+
+
+@pytest.fixture
+def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], Path]]:
+    """Point the stand-in at a scenario: a fixture name ("s1_two_gpus") or scenario text.
+
+    The scenario is copied to a file of this test's own, which the test may rewrite later with
+    ``standin.write_scenario`` to change what the driver reports mid-run.
+    """
+
+    def use(name_or_text: str) -> Path:
+        is_text = "\n" in name_or_text
+        text = name_or_text if is_text else (SCENARIOS / f"{name_or_text}.scenario").read_text()
+        path = tmp_path / "active.scenario"
+        standin.write_scenario(path, text)
+        monkeypatch.setenv(standin.SCENARIO_VARIABLE, str(path))
+        return path
+
+    yield use

@@ -1,0 +1,167 @@
+"""`%gpumem` in a real IPython kernel (jupyter_client) over the stand-in NVML."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from jupyter_client.manager import KernelManager
+
+from jupyter_gpumem import standin
+
+pytestmark = pytest.mark.kernel
+
+
+@dataclass
+class Reply:
+    stdout: str
+    stderr: str
+    status: str
+    error: str
+
+
+class Kernel:
+    def __init__(self, env: dict[str, str]):
+        self.manager = KernelManager(kernel_name="python3")
+        self.manager.start_kernel(env=env)
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+
+    def run(self, code: str, timeout: float = 60) -> Reply:
+        msg_id = self.client.execute(code)
+        stdout, stderr, error = [], [], ""
+        while True:
+            msg = self.client.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                (stdout if content["name"] == "stdout" else stderr).append(content["text"])
+            elif kind == "error":
+                error = "\n".join(content["traceback"])
+            elif kind == "status" and content["execution_state"] == "idle":
+                break
+        reply = self.client.get_shell_msg(timeout=timeout)
+        return Reply("".join(stdout), "".join(stderr), reply["content"]["status"], error)
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+@pytest.fixture
+def kernel_with(tmp_path: Path, standin_dir: Path) -> Iterator:
+    started: list[Kernel] = []
+
+    def start(scenario: str, library_dir: Path | None = None) -> Kernel:
+        path = tmp_path / f"{scenario}.scenario"
+        standin.write_scenario(
+            path, (Path(__file__).parent / f"fixtures/scenarios/{scenario}.scenario").read_text()
+        )
+        env = standin.environment(
+            library_dir or standin_dir, path, base={**os.environ, "LD_LIBRARY_PATH": ""}
+        )
+        kernel = Kernel(env)
+        started.append(kernel)
+        return kernel
+
+    yield start
+    for kernel in started:
+        kernel.stop()
+
+
+def test_status_in_a_kernel_shows_s1_figures(kernel_with):
+    kernel = kernel_with("s1_two_gpus")
+    assert kernel.run("%load_ext jupyter_gpumem").status == "ok"
+    reply = kernel.run("%gpumem status")
+    assert reply.status == "ok" and reply.stderr == "" and reply.error == ""
+    out = reply.stdout
+    assert "NVIDIA driver 537.58" in out
+    assert "GPU 0  NVIDIA GeForce GTX 1080 Ti" in out
+    assert "memory 6063 MiB used of 11422 MiB (11.2 GiB) (53%)" in out
+    assert "GPU 1  NVIDIA GeForce GTX 1080" in out
+    assert "memory 4575 MiB used of 8192 MiB (8.0 GiB) (56%)" in out
+    assert [line.split()[:4] for line in out.splitlines() if line.strip().startswith("788")] == [
+        ["788", "N/A", "5927", "MiB"],
+        ["788", "N/A", "N/A", "N/A"],
+    ]
+    assert "SIMULATED GPU" in out
+
+
+def test_bare_gpumem_is_status_and_the_snapshot_is_available_to_code(kernel_with):
+    kernel = kernel_with("s1_two_gpus")
+    kernel.run("%load_ext jupyter_gpumem")
+    assert "GPU 0  NVIDIA GeForce GTX 1080 Ti" in kernel.run("%gpumem").stdout
+    reply = kernel.run(
+        "import jupyter_gpumem\n"
+        "s = jupyter_gpumem.take_snapshot()\n"
+        "print([(d.uuid, d.total_bytes >> 20, [(p.pid, p.used_bytes) for p in d.processes])\n"
+        "       for d in s.devices])"
+    )
+    assert reply.stdout.strip() == (
+        "[('GPU-a1a1a1a1-0000-4000-8000-000000000001', 11422, [(788, 6214909952)]), "
+        "('GPU-b2b2b2b2-0000-4000-8000-000000000002', 8192, [(788, None), (1204, None)])]"
+    )
+
+
+def test_this_kernels_own_process_is_marked(kernel_with):
+    kernel = kernel_with("own_process")
+    kernel.run("%load_ext jupyter_gpumem")
+    pid = kernel.run("import os; print(os.getpid())").stdout.strip()
+    marked = [line for line in kernel.run("%gpumem").stdout.splitlines() if "<- this kernel" in line]
+    assert len(marked) == 1 and marked[0].split()[0] == pid
+    assert "3100 MiB" in marked[0]
+
+
+def test_help_lists_every_subcommand(kernel_with):
+    kernel = kernel_with("s2_seven_jobs")
+    kernel.run("%load_ext jupyter_gpumem")
+    for form in ("%gpumem --help", "%gpumem -h", "%gpumem help"):
+        out = kernel.run(form).stdout
+        assert "%gpumem status" in out and "%gpumem --help" in out and "take_snapshot()" in out
+
+
+def test_unknown_arguments_get_a_sentence_and_the_kernel_keeps_working(kernel_with):
+    kernel = kernel_with("s2_seven_jobs")
+    kernel.run("%load_ext jupyter_gpumem")
+    for line in ("%gpumem frobnicate", "%gpumem status extra", "%gpumem 'unclosed"):
+        reply = kernel.run(line)
+        assert reply.status == "ok" and reply.error == "" and reply.stdout == ""
+        assert reply.stderr.count("\n") == 1 and "%gpumem --help" in reply.stderr
+    assert kernel.run("print(6 * 7)").stdout == "42\n"
+
+
+def test_no_driver_is_one_plain_sentence_and_the_kernel_keeps_working(kernel_with):
+    kernel = kernel_with("no_driver")
+    kernel.run("%load_ext jupyter_gpumem")
+    reply = kernel.run("%gpumem status")
+    assert reply.status == "ok" and reply.error == "" and reply.stderr == ""
+    assert reply.stdout.startswith("The NVIDIA driver is installed but not loaded")
+    assert reply.stdout.count("\n") == 1
+    assert kernel.run("print(6 * 7)").stdout == "42\n"
+
+
+def test_no_library_at_all_says_no_nvidia_driver_found(kernel_with, tmp_path):
+    import ctypes.util
+
+    if ctypes.util.find_library("nvidia-ml"):
+        pytest.skip("this machine has a real libnvidia-ml installed, so the library is not missing")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    kernel = kernel_with("s1_two_gpus", library_dir=empty)
+    kernel.run("%load_ext jupyter_gpumem")
+    reply = kernel.run("%gpumem")
+    assert reply.status == "ok" and reply.error == ""
+    assert reply.stdout.startswith("No NVIDIA driver found")
+
+
+def test_loading_the_extension_twice_changes_nothing(kernel_with):
+    kernel = kernel_with("s2_seven_jobs")
+    kernel.run("%load_ext jupyter_gpumem")
+    assert kernel.run("%reload_ext jupyter_gpumem").status == "ok"
+    assert kernel.run("%load_ext jupyter_gpumem").status == "ok"
+    assert "GeForce GTX 1080" in kernel.run("%gpumem").stdout
