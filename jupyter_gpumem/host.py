@@ -26,7 +26,6 @@ class _Entry:
     process: psutil.Process | None
     info: HostInfo
     refreshed_at: float
-    cpu_primed: bool
 
 
 def _same_program(driver_name: str, host_name: str) -> bool:
@@ -40,6 +39,7 @@ class HostProcesses:
         self.refresh_s = refresh_s
         self._clock = clock
         self._entries: dict[int, _Entry] = {}
+        self._infos: dict[int, HostInfo] = {}  # what lookup returns; kept in step with _entries
 
     def lookup(
         self,
@@ -50,21 +50,23 @@ class HostProcesses:
         """Host info per PID. With ``cpu_window_s``, PIDs seen for the first time get a CPU%
         measured over that window instead of waiting for the next refresh."""
         now = self._clock()
-        for gone in self._entries.keys() - set(pids):
+        for gone in self._entries.keys() - (pids if isinstance(pids, (set, frozenset)) else set(pids)):
             del self._entries[gone]
+            del self._infos[gone]
         fresh = []
         for pid in pids:
             entry = self._entries.get(pid)
             if entry is None:
                 entry = self._entries[pid] = self._open(pid, nvml_name(pid), now)
-                fresh.append(entry)
+                self._infos[pid] = entry.info
+                fresh.append((pid, entry))
             elif now - entry.refreshed_at >= self.refresh_s:
-                self._refresh(entry, now)
-        if cpu_window_s > 0 and any(e.process for e in fresh):
+                self._infos[pid] = self._refresh(entry, now)
+        if cpu_window_s > 0 and any(entry.process for _, entry in fresh):
             time.sleep(cpu_window_s)
-            for entry in fresh:
-                self._refresh(entry, self._clock())
-        return {pid: entry.info for pid, entry in self._entries.items()}
+            for pid, entry in fresh:
+                self._infos[pid] = self._refresh(entry, self._clock())
+        return self._infos
 
     def _open(self, pid: int, driver_name: str | None, now: float) -> _Entry:
         try:
@@ -74,22 +76,23 @@ class HostProcesses:
                 user = _username(process)
                 process.cpu_percent(None)  # primes the counter; the first reading is meaningless
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            return _Entry(None, HostInfo(name=driver_name), now, False)
+            return _Entry(None, HostInfo(name=driver_name), now)
         if driver_name and not _same_program(driver_name, host_name):
-            return _Entry(None, HostInfo(name=driver_name), now, False)
-        return _Entry(process, HostInfo(name=driver_name or host_name, user=user), now, True)
+            return _Entry(None, HostInfo(name=driver_name), now)
+        return _Entry(process, HostInfo(name=driver_name or host_name, user=user), now)
 
-    def _refresh(self, entry: _Entry, now: float) -> None:
+    def _refresh(self, entry: _Entry, now: float) -> HostInfo:
         entry.refreshed_at = now
         if entry.process is None:
-            return
+            return entry.info
         try:
             cpu = entry.process.cpu_percent(None)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             entry.process = None
             entry.info = HostInfo(name=entry.info.name)
-            return
+            return entry.info
         entry.info = HostInfo(name=entry.info.name, user=entry.info.user, cpu_percent=cpu)
+        return entry.info
 
 
 def _username(process: psutil.Process) -> str | None:

@@ -6,22 +6,24 @@ A figure the driver cannot tell is ``None`` ("N/A"), never 0.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 ProcessKind = Literal["compute", "graphics", "compute+graphics"]
 
 
-@dataclass(frozen=True, slots=True)
-class HostInfo:
-    """What the host's process table says about a PID (``None`` where it cannot be seen)."""
+class HostInfo(NamedTuple):
+    """What the host's process table says about a PID (``None`` where it cannot be seen).
+    Its fields are GpuProcess's name, user and cpu_percent, in that order."""
 
     name: str | None = None
     user: str | None = None
     cpu_percent: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class GpuProcess:
+class GpuProcess(NamedTuple):
+    """One process on one GPU. A NamedTuple, not a frozen dataclass: a sample can hold hundreds of
+    these and a frozen dataclass takes five times as long to build (benchmarks/sampler.py)."""
+
     pid: int
     gpu_uuid: str
     used_bytes: int | None  # None: the driver cannot tell (WDDM, some MIG setups)

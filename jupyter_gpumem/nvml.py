@@ -37,6 +37,7 @@ class _Lost(Exception):
     """NVML_ERROR_GPU_IS_LOST: this GPU is gone until it is reset; the others still read."""
 
 
+_UNSEEN = HostInfo()
 _lock = threading.Lock()
 _initialised = False
 _processes_v2_only = False  # set once a driver turns out to lack the _v3 process queries
@@ -208,24 +209,12 @@ def read(own_pid: int, host: HostLookup) -> Snapshot:
         devices = []
         for device, procs in readings:
             if procs and device.uuid is not None:
-                gpu_uuid = device.uuid
-                rows = []
-                for pid, (used, kind) in procs.items():
-                    seen = info.get(pid) or HostInfo()
-                    rows.append(
-                        GpuProcess(
-                            pid=pid,
-                            gpu_uuid=gpu_uuid,
-                            used_bytes=used,
-                            kind=kind,
-                            name=seen.name,
-                            user=seen.user,
-                            cpu_percent=seen.cpu_percent,
-                            is_self=pid == own_pid,
-                        )
-                    )
-                rows.sort(key=lambda p: -1 if p.used_bytes is None else p.used_bytes, reverse=True)
-                device = replace(device, processes=tuple(rows))
+                uuid = device.uuid
+                rows = tuple(
+                    GpuProcess(pid, uuid, used, kind, *info.get(pid, _UNSEEN), pid == own_pid)
+                    for pid, (used, kind) in procs.items()
+                )
+                device = replace(device, processes=rows)
             devices.append(device)
         return Snapshot(
             taken_at=now,

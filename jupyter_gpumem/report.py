@@ -65,7 +65,11 @@ def _device_lines(device: Device) -> list[str]:
         lines.append(f"{_INDENT}no processes")
     else:
         lines.append(_INDENT + _PROCESS_HEADER)
-        lines.extend(_INDENT + _process_line(p) for p in device.processes)
+        # Largest first; N/A last, since unknown is not small.
+        rows = sorted(
+            device.processes, key=lambda p: -1 if p.used_bytes is None else p.used_bytes, reverse=True
+        )
+        lines.extend(_INDENT + _process_line(p) for p in rows)
         if any(p.used_bytes is None for p in device.processes):
             lines.append(
                 f"{_INDENT}N/A memory: the driver cannot tell per-process memory on this GPU "
