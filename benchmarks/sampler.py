@@ -43,9 +43,7 @@ def floor_snapshot(pynvml) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=300)
     args = parser.parse_args()
     _standin.ensure(standin.crowded(gpus=8, processes_per_gpu=64))

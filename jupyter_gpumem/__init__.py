@@ -31,10 +31,17 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """`%load_ext jupyter_gpumem`: registers the `%gpumem` magic. Loading again changes nothing."""
+    """`%load_ext jupyter_gpumem`: registers the `%gpumem` magic and applies configured defaults
+    (docs/configuration.md). Loading again changes nothing."""
+    from .control import _controller, controller
     from .magic import GpumemMagics
 
+    first = _controller is None
     ipython.register_magics(GpumemMagics)
+    if first:
+        lines = controller(ipython).load_defaults()
+        if lines:
+            print("\n".join(lines))
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -7,6 +7,8 @@ import sys
 
 from IPython.core.magic import Magics, line_magic, magics_class
 
+from .control import controller
+from .policy import PolicyError, parse
 from .report import render
 from .snapshot import take_snapshot
 
@@ -17,10 +19,37 @@ Usage:
   %gpumem                 the same as %gpumem status
   %gpumem status          every GPU (name, UUID, total/used/free memory, utilisation) and every
                           process on it with its GPU memory and CPU%; this kernel is marked.
-                          N/A means the driver cannot tell, which is not zero.
+                          N/A means the driver cannot tell, which is not zero. Then the policy:
+                          in force, or recorded and waiting for the framework's import.
+  %gpumem key=value ...   set this kernel's GPU memory policy (put it in the first cell). Settings
+                          combine with earlier ones; a fraction and a limit replace each other.
+  %gpumem reset           forget a policy that has not been applied yet
   %gpumem --help          this text (also: %gpumem help, %gpumem -h)
 
-From code: jupyter_gpumem.take_snapshot() returns the same figures as a Snapshot dataclass.
+Settings:
+  fraction=0.4            at most 40% of each selected GPU's memory as nvidia-smi counts it: the
+                          framework's allocator gets the budget minus an estimate of the CUDA
+                          context and libraries (shown), which live outside its limit.
+  limit=6GiB              the same as an absolute budget per GPU (GiB, MiB, GB or MB).
+  growth=on|off           allocate on demand (with a fraction or limit: grow up to it).
+  gpus=1 | gpus=0,2 | gpus=GPU-<uuid> | gpus=none
+                          the only GPUs this kernel may touch; the others stay free of it.
+  threads=2               CPU threads for the framework (intra-op and inter-op); or
+  intra=4 inter=1         each on its own.
+  framework=tensorflow|auto
+                          auto (default): the supported framework that is imported, else importable.
+  strict=off              TensorFlow's raw meaning: cap the allocator pool only.
+
+Examples:
+  %gpumem fraction=0.5 gpus=1     # S1: half of GPU 1 as nvidia-smi counts it, nothing of GPU 0
+  %gpumem threads=1 growth=on     # S2: many jobs on one GPU, about one CPU core each
+  %gpumem limit=6GiB
+
+Too late? Once the framework has started (its first op), its settings are fixed: %gpumem says what is
+in force and changes nothing. Restart the kernel and run %gpumem first.
+
+Administrators set defaults and ceilings with JUPYTER_GPUMEM_* variables or c.GpumemConfig
+(docs/configuration.md). From code: jupyter_gpumem.take_snapshot() returns the status figures.
 """
 
 # How long a one-off status call watches new processes to give them a CPU% figure.
@@ -35,19 +64,27 @@ class GpumemMagics(Magics):
         try:
             words = shlex.split(line)
         except ValueError as error:
-            _refuse(
-                f"%gpumem could not read its arguments ({error}). Run %gpumem --help for the accepted forms."
-            )
+            _refuse(f"%gpumem could not read its arguments ({error}). Run %gpumem --help for the accepted forms.")
             return
         command = words[0] if words else "status"
-        if command in ("--help", "-h", "help"):
+        if command in ("--help", "-h", "help") and len(words) <= 1:
             print(HELP)
         elif command == "status" and len(words) <= 1:
-            print(render(take_snapshot(cpu_window_s=STATUS_CPU_WINDOW_S)))
+            snapshot = take_snapshot(cpu_window_s=STATUS_CPU_WINDOW_S)
+            print(render(snapshot))
+            if not snapshot.problem or controller().has_policy:
+                print("\n".join(controller().status_lines()))
+        elif command == "reset" and len(words) <= 1:
+            print("\n".join(controller().reset()))
+        elif all("=" in word for word in words):
+            try:
+                print("\n".join(controller().request(parse(words))))
+            except PolicyError as error:
+                _refuse(f"{error} Nothing was changed.")
         else:
             _refuse(
-                f"%gpumem does not know {' '.join(words)!r}. It accepts: status, --help. "
-                "Run %gpumem --help for details."
+                f"%gpumem does not know {' '.join(words)!r}. It accepts: status, reset, key=value settings, "
+                "--help. Run %gpumem --help for details."
             )
 
 

@@ -15,9 +15,7 @@ _INDENT = "       "
 def printable(text: str) -> str:
     """Text from the GPU host (process names, users) with control characters made visible, so a
     hostile name cannot forge lines or colours in the output."""
-    return "".join(
-        c if unicodedata.category(c)[0] != "C" else c.encode("unicode_escape").decode("ascii") for c in text
-    )
+    return "".join(c if unicodedata.category(c)[0] != "C" else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _process_line(proc: GpuProcess) -> str:
@@ -25,10 +23,7 @@ def _process_line(proc: GpuProcess) -> str:
     user = printable(proc.user) if proc.user else "N/A"
     name = printable(proc.name) if proc.name else "N/A"
     mark = "  <- this kernel" if proc.is_self else ""
-    return (
-        f"{proc.pid:>8}  {user[:12]:<12} {format_bytes(proc.used_bytes):>10}  {cpu:>5}"
-        f"  {proc.kind:<8}  {name}{mark}"
-    )
+    return f"{proc.pid:>8}  {user[:12]:<12} {format_bytes(proc.used_bytes):>10}  {cpu:>5}  {proc.kind:<8}  {name}{mark}"
 
 
 def _device_lines(device: Device) -> list[str]:
@@ -66,9 +61,7 @@ def _device_lines(device: Device) -> list[str]:
     else:
         lines.append(_INDENT + _PROCESS_HEADER)
         # Largest first; N/A last, since unknown is not small.
-        rows = sorted(
-            device.processes, key=lambda p: -1 if p.used_bytes is None else p.used_bytes, reverse=True
-        )
+        rows = sorted(device.processes, key=lambda p: -1 if p.used_bytes is None else p.used_bytes, reverse=True)
         lines.extend(_INDENT + _process_line(p) for p in rows)
         if any(p.used_bytes is None for p in device.processes):
             lines.append(

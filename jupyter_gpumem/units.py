@@ -24,3 +24,19 @@ def format_percent(part: int | None, whole: int | None) -> str:
     if part is None or not whole:
         return "N/A"
     return f"{100 * part / whole:.0f}%"
+
+
+_UNITS = {"gib": GiB, "mib": MiB, "gb": 10**9, "mb": 10**6}
+
+
+def parse_bytes(text: str) -> int | None:
+    """ "6GiB", "512MiB", "4GB", "1.5 GiB" -> bytes; None when the text is not a size with a unit."""
+    cleaned = text.strip().lower().replace(" ", "")
+    for unit, scale in _UNITS.items():
+        if cleaned.endswith(unit):
+            number = cleaned[: -len(unit)]
+            try:
+                return round(float(number) * scale)
+            except ValueError:
+                return None
+    return None

@@ -12,9 +12,11 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from jupyter_client.manager import KernelManager
 
 from jupyter_gpumem import standin
 
@@ -76,3 +78,61 @@ def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callab
         return path
 
     yield use
+
+
+@dataclass
+class Reply:
+    stdout: str
+    stderr: str
+    status: str
+    error: str
+
+
+class Kernel:
+    def __init__(self, env: dict[str, str]):
+        self.manager = KernelManager(kernel_name="python3")
+        self.manager.start_kernel(env=env)
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+
+    def run(self, code: str, timeout: float = 60) -> Reply:
+        msg_id = self.client.execute(code)
+        stdout, stderr, error = [], [], ""
+        while True:
+            msg = self.client.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                (stdout if content["name"] == "stdout" else stderr).append(content["text"])
+            elif kind == "error":
+                error = "\n".join(content["traceback"])
+            elif kind == "status" and content["execution_state"] == "idle":
+                break
+        reply = self.client.get_shell_msg(timeout=timeout)
+        return Reply("".join(stdout), "".join(stderr), reply["content"]["status"], error)
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+@pytest.fixture
+def kernel_with(tmp_path: Path, standin_dir: Path) -> Iterator[Callable[..., Kernel]]:
+    """Start real IPython kernels (jupyter_client) on the stand-in NVML with a fixture scenario."""
+    started: list[Kernel] = []
+
+    def start(scenario: str, library_dir: Path | None = None, env: dict[str, str] | None = None) -> Kernel:
+        path = tmp_path / f"{scenario}.scenario"
+        standin.write_scenario(path, (SCENARIOS / f"{scenario}.scenario").read_text())
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_"))}
+        base["LD_LIBRARY_PATH"] = ""
+        base["TF_CPP_MIN_LOG_LEVEL"] = "3"  # keep TensorFlow's C++ start-up chatter out of the outputs
+        kernel = Kernel({**standin.environment(library_dir or standin_dir, path, base=base), **(env or {})})
+        started.append(kernel)
+        return kernel
+
+    yield start
+    for kernel in started:
+        kernel.stop()

@@ -2,76 +2,9 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
-from jupyter_client.manager import KernelManager
-
-from jupyter_gpumem import standin
 
 pytestmark = pytest.mark.kernel
-
-
-@dataclass
-class Reply:
-    stdout: str
-    stderr: str
-    status: str
-    error: str
-
-
-class Kernel:
-    def __init__(self, env: dict[str, str]):
-        self.manager = KernelManager(kernel_name="python3")
-        self.manager.start_kernel(env=env)
-        self.client = self.manager.client()
-        self.client.start_channels()
-        self.client.wait_for_ready(timeout=60)
-
-    def run(self, code: str, timeout: float = 60) -> Reply:
-        msg_id = self.client.execute(code)
-        stdout, stderr, error = [], [], ""
-        while True:
-            msg = self.client.get_iopub_msg(timeout=timeout)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            kind, content = msg["msg_type"], msg["content"]
-            if kind == "stream":
-                (stdout if content["name"] == "stdout" else stderr).append(content["text"])
-            elif kind == "error":
-                error = "\n".join(content["traceback"])
-            elif kind == "status" and content["execution_state"] == "idle":
-                break
-        reply = self.client.get_shell_msg(timeout=timeout)
-        return Reply("".join(stdout), "".join(stderr), reply["content"]["status"], error)
-
-    def stop(self) -> None:
-        self.client.stop_channels()
-        self.manager.shutdown_kernel(now=True)
-
-
-@pytest.fixture
-def kernel_with(tmp_path: Path, standin_dir: Path) -> Iterator:
-    started: list[Kernel] = []
-
-    def start(scenario: str, library_dir: Path | None = None) -> Kernel:
-        path = tmp_path / f"{scenario}.scenario"
-        standin.write_scenario(
-            path, (Path(__file__).parent / f"fixtures/scenarios/{scenario}.scenario").read_text()
-        )
-        env = standin.environment(
-            library_dir or standin_dir, path, base={**os.environ, "LD_LIBRARY_PATH": ""}
-        )
-        kernel = Kernel(env)
-        started.append(kernel)
-        return kernel
-
-    yield start
-    for kernel in started:
-        kernel.stop()
 
 
 def test_status_in_a_kernel_shows_s1_figures(kernel_with):

@@ -88,9 +88,7 @@ def test_no_driver_gives_a_sentence_and_no_devices(scenario):
 def test_the_driver_coming_back_is_picked_up(scenario):
     path = scenario("no_driver")
     assert read().problem == nvml.DRIVER_NOT_LOADED
-    standin.write_scenario(
-        path, (Path(__file__).parent / "fixtures/scenarios/s2_seven_jobs.scenario").read_text()
-    )
+    standin.write_scenario(path, (Path(__file__).parent / "fixtures/scenarios/s2_seven_jobs.scenario").read_text())
     snap = read()
     assert snap.problem is None and len(snap.devices) == 1
 

@@ -1,0 +1,164 @@
+"""TensorFlow 2.x: the only module that touches tf.config.
+
+All tf.config calls go through TfConfig, one narrow interface: the translation from a plan to calls
+is tested against a recording TfConfig on machines where TensorFlow has no GPU, and the real one
+(RealTfConfig) is exercised by tensorflow-cpu for everything a CPU build can do (threads, the
+initialisation check, an empty GPU list).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Protocol
+
+from ..plan import Plan
+from ..units import MiB, format_bytes
+from .base import Adapter
+
+# CUDA context + cuDNN/cuBLAS handles and workspaces per GPU with CUDA_MODULE_LOADING=LAZY
+# (DESIGN.md: 300-500 MiB lazy, more without). None of it is inside TensorFlow's memory_limit.
+OVERHEAD_BYTES = 450 * MiB
+
+
+class TfConfig(Protocol):
+    def version(self) -> str: ...
+    def initialised(self) -> bool: ...
+    def physical_gpus(self) -> list[Any]: ...
+    def visible_gpus(self) -> list[Any]: ...
+    def set_visible_gpus(self, gpus: list[Any]) -> None: ...
+    def set_memory_limit(self, gpu: Any, limit_mib: int) -> None: ...
+    def set_memory_growth(self, gpu: Any, on: bool) -> None: ...
+    def gpu_settings(self, gpu: Any) -> tuple[bool | None, int | None]: ...  # growth, limit in MiB
+    def set_threads(self, intra: int | None, inter: int | None) -> None: ...
+    def threads(self) -> tuple[int, int]: ...  # 0: TensorFlow's default (all cores)
+
+
+class RealTfConfig:
+    """tf.config itself. Nothing here initialises TensorFlow's runtime."""
+
+    @property
+    def _tf(self) -> Any:
+        return sys.modules["tensorflow"]
+
+    def version(self) -> str:
+        return str(self._tf.__version__)
+
+    def initialised(self) -> bool:
+        from tensorflow.python.eager import context
+
+        return context.context()._context_handle is not None
+
+    def physical_gpus(self) -> list[Any]:
+        return list(self._tf.config.list_physical_devices("GPU"))
+
+    def visible_gpus(self) -> list[Any]:
+        return list(self._tf.config.get_visible_devices("GPU"))
+
+    def set_visible_gpus(self, gpus: list[Any]) -> None:
+        self._tf.config.set_visible_devices(gpus, "GPU")
+
+    def set_memory_limit(self, gpu: Any, limit_mib: int) -> None:
+        config = self._tf.config
+        config.set_logical_device_configuration(gpu, [config.LogicalDeviceConfiguration(memory_limit=limit_mib)])
+
+    def set_memory_growth(self, gpu: Any, on: bool) -> None:
+        self._tf.config.experimental.set_memory_growth(gpu, on)
+
+    def gpu_settings(self, gpu: Any) -> tuple[bool | None, int | None]:
+        config = self._tf.config
+        growth = config.experimental.get_memory_growth(gpu)
+        logical = config.get_logical_device_configuration(gpu)
+        limit = logical[0].memory_limit if logical else None
+        return growth, limit
+
+    def set_threads(self, intra: int | None, inter: int | None) -> None:
+        threading = self._tf.config.threading
+        if intra is not None:
+            threading.set_intra_op_parallelism_threads(intra)
+        if inter is not None:
+            threading.set_inter_op_parallelism_threads(inter)
+
+    def threads(self) -> tuple[int, int]:
+        threading = self._tf.config.threading
+        return threading.get_intra_op_parallelism_threads(), threading.get_inter_op_parallelism_threads()
+
+
+class TensorFlow(Adapter):
+    name = "TensorFlow"
+    module = "tensorflow"
+    overhead_bytes = OVERHEAD_BYTES
+
+    def __init__(self, config: TfConfig | None = None):
+        self.config: TfConfig = config or RealTfConfig()
+
+    def environment(self, plan: Plan) -> dict[str, str]:
+        env = super().environment(plan)
+        policy = plan.policy
+        if policy.growth is not None:
+            # Read when the allocator is created; unlike set_memory_growth it combines with a memory limit.
+            env["TF_FORCE_GPU_ALLOW_GROWTH"] = "true" if policy.growth else "false"
+        if policy.intra_threads is not None:
+            env["TF_NUM_INTRAOP_THREADS"] = str(policy.intra_threads)
+        if policy.inter_threads is not None:
+            env["TF_NUM_INTEROP_THREADS"] = str(policy.inter_threads)
+        return env
+
+    def initialised(self) -> bool:
+        return self.config.initialised()
+
+    def apply(self, plan: Plan) -> list[str]:
+        policy = plan.policy
+        lines = []
+        for key, value in self.environment(plan).items():
+            if key.startswith("TF_FORCE"):
+                os.environ[key] = value  # still in time: read when the GPU allocator is created
+        if policy.intra_threads is not None or policy.inter_threads is not None:
+            self.config.set_threads(policy.intra_threads, policy.inter_threads)
+        if plan.gpus or plan.hidden:
+            lines.extend(self._apply_gpus(plan))
+        return lines
+
+    def _apply_gpus(self, plan: Plan) -> list[str]:
+        found = self.config.physical_gpus()
+        if not found:
+            return [
+                "TensorFlow sees no GPU (a CPU-only build, or CUDA is not set up for it), so the GPU "
+                "memory plan is not in force; it would be on a TensorFlow build with GPU support."
+            ]
+        if len(found) == len(plan.gpus):
+            targets = found  # CUDA_VISIBLE_DEVICES was set before import: TensorFlow sees just these
+        elif len(found) == len(plan.gpus) + len(plan.hidden):
+            # TensorFlow was imported before %gpumem: hide the others through its own API instead.
+            # With CUDA_DEVICE_ORDER=PCI_BUS_ID its order is NVML's.
+            by_index = sorted([*(g.index for g in plan.gpus), *(d.index for d in plan.hidden)])
+            targets = [found[by_index.index(g.index)] for g in plan.gpus]
+            self.config.set_visible_gpus(targets)
+        else:
+            return [
+                f"TensorFlow sees {len(found)} GPU(s) but NVML {len(plan.gpus) + len(plan.hidden)}, "
+                "so jupyter-gpumem cannot tell which is which and changed no GPU setting. "
+                "Restart the kernel and run %gpumem before importing TensorFlow."
+            ]
+        for gpu, target in zip(plan.gpus, targets, strict=True):
+            if gpu.allocator_limit_bytes is not None:
+                self.config.set_memory_limit(target, gpu.allocator_limit_bytes // MiB)
+            elif plan.policy.growth is not None:
+                self.config.set_memory_growth(target, plan.policy.growth)
+        return []
+
+    def in_force(self) -> list[str]:
+        intra, inter = self.config.threads()
+        lines = [
+            f"TensorFlow {self.config.version()}: CPU threads intra-op {intra or 'default (all cores)'}, "
+            f"inter-op {inter or 'default'}"
+        ]
+        gpus = self.config.visible_gpus()
+        if not gpus:
+            lines.append("TensorFlow uses no GPU.")
+        for position, gpu in enumerate(gpus):
+            growth, limit = self.config.gpu_settings(gpu)
+            cap = f"memory_limit {format_bytes(limit * MiB)}" if limit else "no memory limit (takes nearly all)"
+            grows = os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH") == "true" or bool(growth)
+            lines.append(f"TensorFlow GPU:{position}: {cap}, growth {'on' if grows else 'off'}")
+        return lines

@@ -1,0 +1,140 @@
+"""A Policy made concrete for this machine's GPUs: per selected GPU a budget as nvidia-smi counts it,
+split into the framework's allocator limit and the CUDA context/library overhead outside it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import Device, Snapshot
+from .policy import Policy, PolicyError
+from .units import MiB, format_bytes
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """An administrator's maximum per GPU (JUPYTER_GPUMEM_MAX_FRACTION / _MAX_LIMIT)."""
+
+    max_fraction: float | None = None
+    max_limit_bytes: int | None = None
+
+    def budget_bytes(self, total_bytes: int) -> int | None:
+        caps = [c for c in (self.max_limit_bytes,) if c is not None]
+        if self.max_fraction is not None:
+            caps.append(int(self.max_fraction * total_bytes))
+        return min(caps) if caps else None
+
+    def describe(self) -> str:
+        parts = []
+        if self.max_fraction is not None:
+            parts.append(f"{self.max_fraction:g} of each GPU")
+        if self.max_limit_bytes is not None:
+            parts.append(format_bytes(self.max_limit_bytes))
+        return " and ".join(parts)
+
+
+@dataclass(frozen=True)
+class GpuPlan:
+    index: int  # NVML index (PCI order)
+    uuid: str
+    name: str
+    total_bytes: int
+    budget_bytes: int | None  # None: no cap asked for
+    overhead_bytes: int  # estimated CUDA context + libraries, outside the allocator's limit
+    allocator_limit_bytes: int | None  # what the framework's allocator is capped at
+
+
+@dataclass(frozen=True)
+class Plan:
+    policy: Policy
+    gpus: tuple[GpuPlan, ...] = ()  # the GPUs the kernel may use, in PCI order
+    hidden: tuple[Device, ...] = ()  # the GPUs it may not touch
+    no_gpu: str | None = None  # why there is no GPU to plan for (no driver, none visible)
+
+    @property
+    def cuda_visible_devices(self) -> str | None:
+        """CUDA_VISIBLE_DEVICES by UUID (robust to enumeration order), or None to leave it alone."""
+        if self.policy.gpus is None:
+            return None
+        return ",".join(g.uuid for g in self.gpus) or "-1"
+
+
+def _select(policy: Policy, devices: tuple[Device, ...]) -> tuple[list[Device], list[Device]]:
+    if policy.gpus is None:
+        return list(devices), []
+    chosen = []
+    for item in policy.gpus:
+        if item.isdigit():
+            match = [d for d in devices if d.index == int(item)]
+        else:
+            match = [d for d in devices if d.uuid == item]
+        if not match:
+            known = ", ".join(str(d.index) for d in devices) or "none"
+            raise PolicyError(
+                f"gpus={','.join(policy.gpus)}: there is no GPU {item} here "
+                f"(GPUs on this machine: {known}; see %gpumem status)."
+            )
+        if match[0].lost:
+            raise PolicyError(f"gpus={','.join(policy.gpus)}: GPU {item} is lost (fell off the bus); pick another.")
+        chosen.append(match[0])
+    chosen.sort(key=lambda d: d.index)
+    return chosen, [d for d in devices if d not in chosen]
+
+
+def _budget(policy: Policy, ceiling: Ceiling, device: Device, total: int) -> int | None:
+    if policy.fraction is not None:
+        budget: int | None = int(policy.fraction * total)
+        asked = f"fraction={policy.fraction:g}"
+    elif policy.limit_bytes is not None:
+        budget = policy.limit_bytes
+        asked = f"limit={format_bytes(policy.limit_bytes).replace(' ', '')}"
+        if budget > total:
+            raise PolicyError(
+                f"{asked} is more than GPU {device.index}'s {format_bytes(total)} ({device.name}); "
+                "give a smaller limit or a fraction."
+            )
+    else:
+        return ceiling.budget_bytes(total)  # no cap asked: the administrator's ceiling, if any
+    cap = ceiling.budget_bytes(total)
+    if cap is not None and budget is not None and budget > cap:
+        raise PolicyError(
+            f"{asked} is above this server's ceiling of {ceiling.describe()} "
+            f"({format_bytes(cap)} on GPU {device.index}), set by the administrator; ask for less."
+        )
+    return budget
+
+
+def make_plan(policy: Policy, snapshot: Snapshot, overhead_bytes: int, ceiling: Ceiling = Ceiling()) -> Plan:
+    """Raises PolicyError (a sentence) when the policy cannot hold on this machine's GPUs."""
+    if snapshot.problem:
+        return Plan(policy, no_gpu=snapshot.problem)
+    selected, hidden = _select(policy, snapshot.devices)
+    gpus = []
+    for device in selected:
+        if device.uuid is None or device.total_bytes is None:
+            raise PolicyError(
+                f"GPU {device.index} does not report its {'UUID' if device.uuid is None else 'memory'}, "
+                "so no budget can be planned for it; leave it out with gpus=."
+            )
+        budget = _budget(policy, ceiling, device, device.total_bytes)
+        limit = budget
+        if budget is not None and policy.strict:
+            limit = budget - overhead_bytes
+            if limit < 64 * MiB:
+                raise PolicyError(
+                    f"{policy.describe()} gives GPU {device.index} a budget of {format_bytes(budget)}, which leaves "
+                    f"nothing for tensors after about {format_bytes(overhead_bytes)} of CUDA context and libraries; "
+                    "ask for more, or add strict=off for the allocator pool alone."
+                )
+        gpus.append(
+            GpuPlan(
+                index=device.index,
+                uuid=device.uuid,
+                name=device.name or "unknown GPU",
+                total_bytes=device.total_bytes,
+                budget_bytes=budget,
+                overhead_bytes=overhead_bytes,
+                allocator_limit_bytes=limit,
+            )
+        )
+    no_gpu = None if snapshot.devices else "The NVIDIA driver reports no GPUs."
+    return Plan(policy, gpus=tuple(gpus), hidden=tuple(hidden), no_gpu=no_gpu)

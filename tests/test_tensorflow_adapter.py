@@ -1,0 +1,134 @@
+"""Plan -> tf.config calls. TensorFlow's GPU calls cannot run without a GPU, so they go through one
+narrow interface (TfConfig); here a recorder stands in for tf.config's GPU side, fed with plans made
+from real stand-in NVML readings. The real tf.config is exercised in test_kernel_tensorflow.py."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from jupyter_gpumem import nvml
+from jupyter_gpumem.frameworks.tensorflow import OVERHEAD_BYTES, TensorFlow
+from jupyter_gpumem.host import HostProcesses
+from jupyter_gpumem.plan import make_plan
+from jupyter_gpumem.policy import parse
+
+
+class RecordingTfConfig:
+    def __init__(self, gpus: int):
+        self.gpus = [f"PhysicalDevice(GPU:{i})" for i in range(gpus)]
+        self.calls: list[tuple[Any, ...]] = []
+
+    def version(self) -> str:
+        return "2.x"
+
+    def initialised(self) -> bool:
+        return False
+
+    def physical_gpus(self) -> list[Any]:
+        return self.gpus
+
+    def visible_gpus(self) -> list[Any]:
+        return self.gpus
+
+    def set_visible_gpus(self, gpus: list[Any]) -> None:
+        self.calls.append(("set_visible_devices", gpus))
+
+    def set_memory_limit(self, gpu: Any, limit_mib: int) -> None:
+        self.calls.append(("memory_limit", gpu, limit_mib))
+
+    def set_memory_growth(self, gpu: Any, on: bool) -> None:
+        self.calls.append(("memory_growth", gpu, on))
+
+    def gpu_settings(self, gpu: Any) -> tuple[bool | None, int | None]:
+        return None, None
+
+    def set_threads(self, intra: int | None, inter: int | None) -> None:
+        self.calls.append(("threads", intra, inter))
+
+    def threads(self) -> tuple[int, int]:
+        return 0, 0
+
+
+@pytest.fixture(autouse=True)
+def clean_growth_variable(monkeypatch):
+    monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)
+
+
+def apply(line: str, tf_sees: int) -> tuple[list[tuple[Any, ...]], list[str]]:
+    plan = make_plan(parse(line.split()), nvml.read(os.getpid(), HostProcesses().lookup), OVERHEAD_BYTES)
+    config = RecordingTfConfig(tf_sees)
+    notes = TensorFlow(config).apply(plan)
+    return config.calls, notes
+
+
+def test_s1_imported_after_the_magic_tf_sees_only_gpu_1_and_caps_it(scenario):
+    scenario("s1_two_gpus")
+    calls, notes = apply("fraction=0.5 gpus=1", tf_sees=1)  # CUDA_VISIBLE_DEVICES hid GPU 0 before import
+    assert calls == [("memory_limit", "PhysicalDevice(GPU:0)", 4096 - 450)]
+    assert notes == []
+
+
+def test_s1_imported_before_the_magic_hides_gpu_0_through_tf_config(scenario):
+    scenario("s1_two_gpus")
+    calls, _ = apply("fraction=0.5 gpus=1", tf_sees=2)
+    assert calls == [
+        ("set_visible_devices", ["PhysicalDevice(GPU:1)"]),
+        ("memory_limit", "PhysicalDevice(GPU:1)", 4096 - 450),
+    ]
+
+
+def test_a_fraction_caps_every_visible_gpu(scenario):
+    scenario("s1_two_gpus")
+    calls, _ = apply("fraction=0.5", tf_sees=2)
+    assert calls == [
+        ("memory_limit", "PhysicalDevice(GPU:0)", 5711 - 450),
+        ("memory_limit", "PhysicalDevice(GPU:1)", 4096 - 450),
+    ]
+
+
+def test_growth_with_a_limit_goes_through_the_environment_variable(scenario):
+    scenario("s1_two_gpus")
+    calls, _ = apply("limit=4GiB gpus=0 growth=on", tf_sees=1)
+    assert calls == [("memory_limit", "PhysicalDevice(GPU:0)", 4096 - 450)]  # no set_memory_growth: TF refuses both
+    assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+
+
+def test_growth_alone_uses_set_memory_growth(scenario):
+    scenario("s2_seven_jobs")
+    calls, _ = apply("growth=on threads=1", tf_sees=1)
+    assert calls == [("threads", 1, 1), ("memory_growth", "PhysicalDevice(GPU:0)", True)]
+
+
+def test_a_count_mismatch_changes_no_gpu_setting_and_says_so(scenario):
+    scenario("s1_two_gpus")
+    calls, notes = apply("fraction=0.5", tf_sees=3)
+    assert calls == []
+    assert "TensorFlow sees 3 GPU(s) but NVML 2" in notes[0]
+
+
+def test_tensorflow_without_gpus_says_the_plan_is_not_in_force(scenario):
+    scenario("s1_two_gpus")
+    calls, notes = apply("fraction=0.5 threads=2", tf_sees=0)
+    assert calls == [("threads", 2, 2)]
+    assert notes[0].startswith("TensorFlow sees no GPU")
+
+
+def test_variables_set_before_import():
+    plan = make_plan(parse(["gpus=none", "threads=1", "growth=off"]), _no_gpu_snapshot(), OVERHEAD_BYTES)
+    assert TensorFlow(RecordingTfConfig(0)).environment(plan) == {
+        "CUDA_MODULE_LOADING": "LAZY",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "CUDA_VISIBLE_DEVICES": "-1",
+        "TF_FORCE_GPU_ALLOW_GROWTH": "false",
+        "TF_NUM_INTRAOP_THREADS": "1",
+        "TF_NUM_INTEROP_THREADS": "1",
+    }
+
+
+def _no_gpu_snapshot():
+    from jupyter_gpumem.model import Snapshot
+
+    return Snapshot(taken_at=0.0, own_pid=os.getpid(), problem="no driver")
