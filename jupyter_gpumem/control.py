@@ -122,13 +122,18 @@ class Controller:
         self._set_environment(adapter.environment(plan))
         if adapter.imported():
             return self._apply(adapter, plan)
+        if adapter.importable():
+            when = (
+                f"{adapter.name} is not imported yet; "
+                f"the settings apply the moment `import {adapter.module}` completes."
+            )
+        else:
+            when = (
+                f"{adapter.name} is not installed in this kernel's environment; the GPU selection "
+                "(CUDA_VISIBLE_DEVICES) holds for whatever starts CUDA next."
+            )
         self._watch_import(adapter)
-        waiting = "is not installed in this kernel's environment" if not adapter.importable() else "is not imported yet"
-        return [
-            f"jupyter-gpumem: {policy.describe()} recorded ({source}). {adapter.name} {waiting}; "
-            f"the settings apply the moment `import {adapter.module}` completes.",
-            *_plan_lines(plan),
-        ]
+        return [f"jupyter-gpumem: {policy.describe()} recorded ({source}). {when}", *_plan_lines(plan)]
 
     def reset(self) -> list[str]:
         if self.applied:
@@ -153,7 +158,7 @@ class Controller:
 
     @property
     def has_policy(self) -> bool:
-        return self.applied is not None or not self.recorded.is_empty
+        return self.applied is not None or not self.recorded.is_empty or self.ceiling != Ceiling()
 
     def status_lines(self) -> list[str]:
         if self.applied:
@@ -161,6 +166,11 @@ class Controller:
             when = time.strftime("%H:%M:%S", time.localtime(applied.at))
             lines = [f"Policy: {applied.plan.policy.describe()}, in force in {applied.framework} since {when}."]
             return [*lines, *_plan_lines(applied.plan)]
+        if self.recorded.is_empty and self.ceiling != Ceiling():
+            return [
+                f"Policy: none set; this server's ceiling ({self.ceiling.describe()}) is the budget, "
+                "applied when the framework is imported."
+            ]
         if self.recorded.is_empty:
             return ["Policy: none set; a framework takes its defaults (TensorFlow: nearly all of every GPU)."]
         return [f"Policy: {self.recorded.describe()}, recorded and waiting for the framework's import."]

@@ -60,7 +60,8 @@ STATUS_CPU_WINDOW_S = 0.2
 class GpumemMagics(Magics):
     @line_magic
     def gpumem(self, line: str) -> None:
-        """GPU memory status for this kernel. Run `%gpumem --help` for every subcommand."""
+        """GPU memory status, and this kernel's GPU memory policy (fraction, limit, growth, gpus, threads).
+        Run `%gpumem --help` for every subcommand and setting."""
         try:
             words = shlex.split(line)
         except ValueError as error:

@@ -128,6 +128,15 @@ def test_configured_defaults_and_ceiling_from_the_environment(kernel_with):
     assert "Policy: fraction=0.5 gpus=1, in force in TensorFlow" in kernel.run("%gpumem status").stdout
 
 
+def test_a_ceiling_alone_becomes_the_budget(kernel_with):
+    kernel = kernel_with("s1_two_gpus", env={"JUPYTER_GPUMEM_MAX_FRACTION": "0.5"})
+    kernel.run("%load_ext jupyter_gpumem")
+    assert "this server's ceiling (0.5 of each GPU) is the budget" in kernel.run("%gpumem status").stdout
+    imported = kernel.run("import tensorflow as tf").stdout
+    assert "GPU 0 NVIDIA GeForce GTX 1080 Ti: budget 5711 MiB (50% of 11422 MiB)" in imported
+    assert "GPU 1 NVIDIA GeForce GTX 1080: budget 4096 MiB (50% of 8192 MiB)" in imported
+
+
 def test_ipython_configuration_sets_defaults_too(kernel_with, tmp_path):
     profile = tmp_path / "ipython"
     (profile / "profile_default").mkdir(parents=True)
