@@ -114,7 +114,7 @@ class Controller:
         policy = self.recorded.then(asked)
         if self.applied and policy == self.applied.plan.policy:
             return [f"jupyter-gpumem: {policy.describe()} is already in force; nothing to do."]
-        adapter = self._adapter(policy)
+        adapter = self._adapter()
         plan = make_plan(policy, take_snapshot(), adapter.overhead_bytes, self.ceiling)
         if adapter.imported() and adapter.initialised():
             return self._too_late(adapter, policy)
@@ -177,7 +177,7 @@ class Controller:
 
     # ------------------------------------------------------------------ internals
 
-    def _adapter(self, policy: Policy) -> Adapter:
+    def _adapter(self) -> Adapter:
         # framework=auto: the one imported, else the one importable (TensorFlow is the only one so far).
         return ADAPTERS["tensorflow"]()
 
@@ -193,7 +193,7 @@ class Controller:
 
     def _on_import(self) -> None:
         self._hook = None
-        adapter = self._adapter(self.recorded)
+        adapter = self._adapter()
         try:
             plan = make_plan(self.recorded, take_snapshot(), adapter.overhead_bytes, self.ceiling)
             print("\n".join(self._apply(adapter, plan)))

@@ -5,7 +5,7 @@ A figure the driver cannot tell is ``None`` ("N/A"), never 0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 ProcessKind = Literal["compute", "graphics", "compute+graphics"]
@@ -67,7 +67,6 @@ class Snapshot:
     driver_version: str | None = None
     problem: str | None = None  # a sentence when NVML cannot be read at all
     simulated_scenario: str | None = None  # set when the stand-in NVML answered, not a driver
-    notes: tuple[str, ...] = field(default=())
 
     @property
     def own_processes(self) -> tuple[GpuProcess, ...]:

@@ -40,6 +40,7 @@ class _Lost(Exception):
 _UNSEEN = HostInfo()
 _lock = threading.Lock()
 _initialised = False
+_standin_marker: Any = None  # the stand-in's scenario function; None with a real driver
 _processes_v2_only = False  # set once a driver turns out to lack the _v3 process queries
 
 
@@ -72,17 +73,26 @@ def _init() -> str | None:
     except pynvml.NVMLError as error:
         return f"NVML could not start ({error}), so there is no GPU to show. The kernel works as usual."
     _initialised = True
+    _find_standin_marker()
     return None
 
 
-def _simulated_scenario() -> str | None:
-    """The scenario path when the stand-in libnvidia-ml.so.1 is loaded: no real driver has this symbol."""
+def _find_standin_marker() -> None:
+    """Remember whether the stand-in libnvidia-ml.so.1 is loaded: no real driver has this symbol."""
+    global _standin_marker
     try:
-        marker = pynvml.nvmlLib.jupyterGpumemStandinScenario
+        _standin_marker = pynvml.nvmlLib.jupyterGpumemStandinScenario
     except AttributeError:
+        _standin_marker = None
+        return
+    _standin_marker.restype = pynvml.c_char_p
+
+
+def _simulated_scenario() -> str | None:
+    """The stand-in's current scenario path (it follows the environment), or None with a real driver."""
+    if _standin_marker is None:
         return None
-    marker.restype = pynvml.c_char_p
-    return _text(marker() or b"") or "unknown scenario"
+    return _text(_standin_marker() or b"") or "unknown scenario"
 
 
 def _running_processes(handle: Any, kind: str) -> list[Any]:

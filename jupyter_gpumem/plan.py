@@ -18,7 +18,9 @@ class Ceiling:
     max_limit_bytes: int | None = None
 
     def budget_bytes(self, total_bytes: int) -> int | None:
-        caps = [c for c in (self.max_limit_bytes,) if c is not None]
+        caps = []
+        if self.max_limit_bytes is not None:
+            caps.append(self.max_limit_bytes)
         if self.max_fraction is not None:
             caps.append(int(self.max_fraction * total_bytes))
         return min(caps) if caps else None

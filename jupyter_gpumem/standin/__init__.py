@@ -12,7 +12,6 @@ import tempfile
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("nvml.c")
-SCENARIOS = Path(__file__).with_name("scenarios")
 LIBRARY_NAME = "libnvidia-ml.so.1"
 SCENARIO_VARIABLE = "JUPYTER_GPUMEM_STANDIN_SCENARIO"
 
