@@ -44,5 +44,17 @@ def load_ipython_extension(ipython: Any) -> None:
             print("\n".join(lines))
 
 
+def _connect_sidebar(interval_s: float = 1.0, history_s: float = 900.0) -> None:
+    """Run silently by the JupyterLab sidebar: load the extension, then stream to it (stream.py)."""
+    from IPython import get_ipython
+
+    from .stream import stream
+
+    shell = get_ipython()
+    if shell is not None:
+        shell.extension_manager.load_extension("jupyter_gpumem")
+    stream(shell).connect(interval_s, history_s)
+
+
 def unload_ipython_extension(ipython: Any) -> None:
     ipython.magics_manager.magics["line"].pop("gpumem", None)

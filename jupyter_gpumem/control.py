@@ -22,6 +22,7 @@ from typing import Any
 
 from .config import GpumemConfig
 from .frameworks import ADAPTERS, Adapter
+from .model import Snapshot
 from .plan import Ceiling, Plan, make_plan
 from .policy import Policy, PolicyError
 from .snapshot import take_snapshot
@@ -114,7 +115,7 @@ class Controller:
         policy = self.recorded.then(asked)
         if self.applied and policy == self.applied.plan.policy:
             return [f"jupyter-gpumem: {policy.describe()} is already in force; nothing to do."]
-        adapter = self._adapter()
+        adapter = self.adapter()
         plan = make_plan(policy, take_snapshot(), adapter.overhead_bytes, self.ceiling)
         if adapter.imported() and adapter.initialised():
             return self._too_late(adapter, policy)
@@ -160,6 +161,18 @@ class Controller:
     def has_policy(self) -> bool:
         return self.applied is not None or not self.recorded.is_empty or self.ceiling != Ceiling()
 
+    def current_plan(self, snapshot: Snapshot) -> Plan | None:
+        """The plan in force, else the one the recorded policy would make on this snapshot; None without
+        a policy or when it cannot hold here (say, its GPU was lost)."""
+        if self.applied:
+            return self.applied.plan
+        if not self.has_policy:
+            return None
+        try:
+            return make_plan(self.recorded, snapshot, self.adapter().overhead_bytes, self.ceiling)
+        except PolicyError:
+            return None
+
     def status_lines(self) -> list[str]:
         if self.applied:
             applied = self.applied
@@ -177,7 +190,7 @@ class Controller:
 
     # ------------------------------------------------------------------ internals
 
-    def _adapter(self) -> Adapter:
+    def adapter(self) -> Adapter:
         # framework=auto: the one imported, else the one importable (TensorFlow is the only one so far).
         return ADAPTERS["tensorflow"]()
 
@@ -193,7 +206,7 @@ class Controller:
 
     def _on_import(self) -> None:
         self._hook = None
-        adapter = self._adapter()
+        adapter = self.adapter()
         try:
             plan = make_plan(self.recorded, take_snapshot(), adapter.overhead_bytes, self.ceiling)
             print("\n".join(self._apply(adapter, plan)))

@@ -11,9 +11,11 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jupyter_client.manager import KernelManager
@@ -89,21 +91,24 @@ class Reply:
 
 
 class Kernel:
-    def __init__(self, env: dict[str, str]):
+    def __init__(self, env: dict[str, str], scenario: Path):
+        self.scenario = scenario  # rewrite it (standin.write_scenario) to change what the driver reports
         self.manager = KernelManager(kernel_name="python3")
         self.manager.start_kernel(env=env)
         self.client = self.manager.client()
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)
+        self.passed: list[dict[str, Any]] = []  # iopub messages run() read but did not use, oldest first
 
     def run(self, code: str, timeout: float = 60) -> Reply:
         msg_id = self.client.execute(code)
         stdout, stderr, error = [], [], ""
         while True:
             msg = self.client.get_iopub_msg(timeout=timeout)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
             kind, content = msg["msg_type"], msg["content"]
+            if msg["parent_header"].get("msg_id") != msg_id or kind.startswith("comm_"):
+                self.passed.append(msg)
+                continue
             if kind == "stream":
                 (stdout if content["name"] == "stdout" else stderr).append(content["text"])
             elif kind == "error":
@@ -112,6 +117,27 @@ class Kernel:
                 break
         reply = self.client.get_shell_msg(timeout=timeout)
         return Reply("".join(stdout), "".join(stderr), reply["content"]["status"], error)
+
+    def comm_message(self, kind: str, timeout: float = 30, **match: Any) -> dict[str, Any]:
+        """The content of the first iopub ``kind`` message (comm_open, comm_msg, stream...) whose content
+        has the ``match`` items: first among those run() passed over, then new ones (the others skipped)."""
+
+        def matches(msg: dict[str, Any]) -> bool:
+            return msg["msg_type"] == kind and all(msg["content"].get(k) == v for k, v in match.items())
+
+        for msg in self.passed:
+            if matches(msg):
+                self.passed.remove(msg)
+                return dict(msg["content"])
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.client.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
+            if matches(msg):
+                return dict(msg["content"])
+
+    def send_comm(self, comm_id: str, data: Any) -> None:
+        """What a frontend does to talk to a kernel comm."""
+        self.client.shell_channel.send(self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data}))
 
     def stop(self) -> None:
         self.client.stop_channels()
@@ -129,7 +155,7 @@ def kernel_with(tmp_path: Path, standin_dir: Path) -> Iterator[Callable[..., Ker
         base = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_"))}
         base["LD_LIBRARY_PATH"] = ""
         base["TF_CPP_MIN_LOG_LEVEL"] = "3"  # keep TensorFlow's C++ start-up chatter out of the outputs
-        kernel = Kernel({**standin.environment(library_dir or standin_dir, path, base=base), **(env or {})})
+        kernel = Kernel({**standin.environment(library_dir or standin_dir, path, base=base), **(env or {})}, path)
         started.append(kernel)
         return kernel
 

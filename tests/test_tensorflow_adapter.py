@@ -51,6 +51,9 @@ class RecordingTfConfig:
     def threads(self) -> tuple[int, int]:
         return 0, 0
 
+    def memory_info(self) -> list[tuple[int, int]]:
+        return []
+
 
 @pytest.fixture(autouse=True)
 def clean_growth_variable(monkeypatch):

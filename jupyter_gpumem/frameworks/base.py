@@ -39,3 +39,8 @@ class Adapter(ABC):
     @abstractmethod
     def in_force(self) -> list[str]:
         """What the framework runs with now, read without initialising it."""
+
+    @abstractmethod
+    def memory_in_use(self) -> tuple[tuple[int, int], ...]:
+        """The allocator's in-use and peak bytes per framework GPU, in the framework's order; empty until
+        the runtime has started. Must not start it (the sampler calls this every interval)."""

@@ -32,6 +32,7 @@ class TfConfig(Protocol):
     def gpu_settings(self, gpu: Any) -> tuple[bool | None, int | None]: ...  # growth, limit in MiB
     def set_threads(self, intra: int | None, inter: int | None) -> None: ...
     def threads(self) -> tuple[int, int]: ...  # 0: TensorFlow's default (all cores)
+    def memory_info(self) -> list[tuple[int, int]]: ...  # in use, peak per GPU; only once initialised
 
 
 class RealTfConfig:
@@ -82,6 +83,15 @@ class RealTfConfig:
     def threads(self) -> tuple[int, int]:
         threading = self._tf.config.threading
         return threading.get_intra_op_parallelism_threads(), threading.get_inter_op_parallelism_threads()
+
+    def memory_info(self) -> list[tuple[int, int]]:
+        # get_memory_info and list_logical_devices start the runtime: callers check initialised() first.
+        experimental = self._tf.config.experimental
+        stats = []
+        for position, _ in enumerate(self._tf.config.list_logical_devices("GPU")):
+            info = experimental.get_memory_info(f"GPU:{position}")
+            stats.append((int(info["current"]), int(info["peak"])))
+        return stats
 
 
 class TensorFlow(Adapter):
@@ -146,6 +156,11 @@ class TensorFlow(Adapter):
             elif plan.policy.growth is not None:
                 self.config.set_memory_growth(target, plan.policy.growth)
         return []
+
+    def memory_in_use(self) -> tuple[tuple[int, int], ...]:
+        if not (self.imported() and self.initialised()):
+            return ()
+        return tuple(self.config.memory_info())
 
     def in_force(self) -> list[str]:
         intra, inter = self.config.threads()

@@ -1,0 +1,94 @@
+"""The live stream to the JupyterLab sidebar: one sampler thread and one comm per kernel.
+
+The sidebar runs ``jupyter_gpumem._connect_sidebar(...)`` silently when it starts following a
+kernel. That opens a fresh comm (closing the previous one: every open frontend gets the new
+comm_open and follows it), replays the history in its ``hello`` and streams a ``sample`` per
+interval from the sampler thread. Comms are opened and closed on the main thread only; ipykernel
+(>= 6, not 7.0.x) lets the sampler thread send.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+from typing import Any
+
+import comm
+
+from . import protocol
+from .control import Controller, controller
+from .sampler import Sample, Sampler
+from .snapshot import take_snapshot
+
+log = logging.getLogger("jupyter_gpumem")
+
+
+class Stream:
+    def __init__(self, control: Controller):
+        self.control = control
+        self.comm: Any = None
+        self.sampler = Sampler(self.take, self._send, keep=protocol.figures_only)
+
+    def take(self) -> Sample:
+        """One sample: NVML, the budget, and the framework's allocator figures if (and only if) its
+        runtime has already started: the sampler must never be what starts it."""
+        snapshot = take_snapshot()
+        plan = self.control.current_plan(snapshot)
+        adapter = self.control.adapter()
+        framework = None
+        if adapter.imported():
+            started = adapter.initialised()
+            framework = protocol.Framework(adapter.name, started, adapter.memory_in_use() if started else ())
+        elif plan is not None:
+            framework = protocol.Framework(adapter.name, started=False)
+        if plan is not None and plan.cuda_visible_devices is not None:
+            uuids = [g.uuid for g in plan.gpus]  # what the framework sees, in its order
+        else:
+            uuids = [d.uuid or "" for d in snapshot.devices]
+        return protocol.encode_sample(snapshot, plan, framework, uuids)
+
+    def connect(self, interval_s: float, history_s: float) -> None:
+        settings = protocol.check_settings(interval_s, history_s)
+        self.sampler.configure(settings.interval_s, settings.history_s)
+        if self.comm is not None:
+            self.comm.close()
+        hello = protocol.hello(self.sampler.interval_s, self.sampler.history_s, self.sampler.history())
+        opened = comm.create_comm(target_name=protocol.TARGET, data=hello)
+        opened.on_msg(self._on_msg)
+        opened.on_close(lambda message: self._closed(opened))
+        self.comm = opened
+        self.sampler.start()
+
+    def stop(self) -> None:
+        self.sampler.stop()
+        self.comm = None  # the kernel is going away; its channels may already be closed
+
+    def _send(self, sample: Sample) -> None:
+        channel = self.comm
+        if channel is not None:
+            channel.send(protocol.sample_message(sample))
+
+    def _on_msg(self, message: dict[str, Any]) -> None:
+        try:
+            settings = protocol.parse_request(message.get("content", {}).get("data"))
+        except protocol.ProtocolError as error:
+            log.warning("jupyter-gpumem: dropped a message from the sidebar: %s", error)
+            return
+        self.sampler.configure(settings.interval_s, settings.history_s)
+
+    def _closed(self, closed: Any) -> None:
+        # A frontend closed it. The sampler keeps sampling, so the next connect replays the history.
+        if self.comm is closed:
+            self.comm = None
+
+
+_stream: Stream | None = None
+
+
+def stream(shell: Any = None) -> Stream:
+    """This kernel's one Stream, made on first use."""
+    global _stream
+    if _stream is None:
+        _stream = Stream(controller(shell))
+        atexit.register(_stream.stop)
+    return _stream
