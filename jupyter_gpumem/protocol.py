@@ -42,6 +42,7 @@ def encode_sample(
 ) -> dict[str, Any]:
     """One sample as JSON-ready data. ``framework_uuids`` maps the framework's GPU i to an NVML UUID."""
     budgets = {g.uuid: g.budget_bytes for g in plan.gpus} if plan else {}
+    hidden = {d.uuid for d in plan.hidden} if plan else set()
     allocator = dict(zip(framework_uuids, framework.memory, strict=False)) if framework else {}
     return {
         "t": round(snapshot.taken_at, 3),
@@ -50,12 +51,12 @@ def encode_sample(
         "policy": plan.policy.describe() if plan and not plan.policy.is_empty else None,
         "framework": framework.name if framework else None,
         "framework_started": bool(framework and framework.started),
-        "gpus": [_encode_device(d, budgets, allocator) for d in snapshot.devices],
+        "gpus": [_encode_device(d, budgets, d.uuid in hidden, allocator) for d in snapshot.devices],
     }
 
 
 def _encode_device(
-    device: Device, budgets: dict[str, int | None], allocator: dict[str, tuple[int, int]]
+    device: Device, budgets: dict[str, int | None], hidden: bool, allocator: dict[str, tuple[int, int]]
 ) -> dict[str, Any]:
     own = [p.used_bytes for p in device.processes if p.is_self]
     in_use, peak = allocator.get(device.uuid or "", (None, None))
@@ -64,6 +65,7 @@ def _encode_device(
         "uuid": device.uuid,
         "name": device.name,
         "lost": device.lost,
+        "hidden": hidden,  # the policy keeps this kernel off it (gpus=)
         "total_bytes": device.total_bytes,
         "used_bytes": device.used_bytes,
         "own_bytes": None if None in own else sum(p or 0 for p in own),

@@ -1,0 +1,227 @@
+/**
+ * The sidebar's link to one kernel: starts the stream (a silent execute), receives the
+ * kernel-opened comm, keeps the history, and reconnects after a restart or a stall.
+ */
+
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { IDisposable } from '@lumino/disposable';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { History } from './history';
+import {
+  ISettings,
+  TARGET,
+  configureMessage,
+  connectCode,
+  receive
+} from './protocol';
+
+export type State =
+  | 'idle' // not asked to stream yet
+  | 'connecting'
+  | 'streaming'
+  | 'restarting'
+  | 'stalled'
+  | 'missing' // the kernel cannot import jupyter_gpumem
+  | 'unsupported' // not a Python kernel
+  | 'failed';
+
+/** No sample for this many intervals (and at least STALL_MIN_MS) means the stream is gone. */
+const STALL_INTERVALS = 5;
+const STALL_MIN_MS = 5000;
+
+export const PIP_COMMAND = '%pip install jupyter-gpumem';
+
+export class Channel implements IDisposable {
+  readonly history: History;
+  state: State = 'idle';
+  /** A sentence for the user when state is not 'streaming'. */
+  message = '';
+  private _comm: Kernel.IComm | null = null;
+  private _pending = false;
+  private _lastSampleAt = 0;
+  private _watchdog: number;
+  private _changed = new Signal<this, void>(this);
+  private _disposed = false;
+
+  constructor(
+    readonly kernel: Kernel.IKernelConnection,
+    private _settings: ISettings
+  ) {
+    this.history = new History(this._capacity());
+    // On every kernel we might follow: a kernel-opened comm with no registered target is closed
+    // by the frontend that receives it, which would cut the stream for the other open tabs.
+    kernel.registerCommTarget(TARGET, this._attach);
+    kernel.statusChanged.connect(this._onStatus, this);
+    this._watchdog = window.setInterval(() => this._checkStall(), 1000);
+  }
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /** Ask the kernel to stream (again). Harmless while a request is already on its way. */
+  async start(): Promise<void> {
+    if (this._pending || this._disposed) {
+      return;
+    }
+    this._pending = true;
+    if (this.state !== 'restarting' && this.state !== 'stalled') {
+      this._set('connecting', 'Connecting to the kernel…');
+    }
+    try {
+      const info = await this.kernel.info;
+      if (info.language_info.name !== 'python') {
+        this._set(
+          'unsupported',
+          `GPU memory is not supported for this kernel (${info.language_info.name}); it needs a Python kernel.`
+        );
+        return;
+      }
+      const future = this.kernel.requestExecute(
+        {
+          code: connectCode(this._settings),
+          silent: true,
+          store_history: false,
+          allow_stdin: false,
+          stop_on_error: false // never abort the user's queued cells
+        },
+        true
+      );
+      const reply = await future.done;
+      this._replied(reply.content);
+    } catch (error) {
+      if (!this._disposed && this.state !== 'restarting') {
+        this._set('failed', `Could not reach the kernel: ${String(error)}`);
+      }
+    } finally {
+      this._pending = false;
+    }
+  }
+
+  /** New settings: resize the history now, tell the kernel over the comm. */
+  configure(settings: ISettings): void {
+    this._settings = settings;
+    this.history.capacity = this._capacity();
+    if (this._comm && !this._comm.isDisposed) {
+      this._comm.send(configureMessage(settings));
+    }
+  }
+
+  /** A message from the kernel (what the comm delivers). */
+  receive(data: unknown): void {
+    const message = receive(data);
+    if (message === null) {
+      return;
+    }
+    this._lastSampleAt = performance.now();
+    if (message.type === 'hello') {
+      this.history.capacity = Math.ceil(message.historyS / message.intervalS);
+      this.history.reset(message.history);
+    } else {
+      this.history.push(message.sample);
+    }
+    this._set('streaming', '');
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    window.clearInterval(this._watchdog);
+    this.kernel.statusChanged.disconnect(this._onStatus, this);
+    if (!this.kernel.isDisposed) {
+      this.kernel.removeCommTarget(TARGET, this._attach);
+    }
+    Signal.clearData(this);
+  }
+
+  private _capacity(): number {
+    return Math.ceil(this._settings.historyS / this._settings.intervalS);
+  }
+
+  private _attach = (
+    comm: Kernel.IComm,
+    msg: KernelMessage.ICommOpenMsg
+  ): void => {
+    this._comm = comm;
+    comm.onMsg = m => this.receive(m.content.data);
+    comm.onClose = () => {
+      if (this._comm === comm) {
+        this._comm = null;
+      }
+    };
+    this.receive(msg.content.data);
+  };
+
+  private _replied(content: KernelMessage.IExecuteReplyMsg['content']): void {
+    if (content.status !== 'error') {
+      return; // the comm_open with the hello has arrived (iopub comes before the reply)
+    }
+    const missing =
+      content.ename === 'ModuleNotFoundError' &&
+      content.evalue.includes("'jupyter_gpumem'");
+    if (missing) {
+      this._set(
+        'missing',
+        "jupyter-gpumem is not installed in this kernel's environment. " +
+          'Install it there, then restart the kernel:'
+      );
+    } else {
+      this._set(
+        'failed',
+        `The kernel could not start the GPU memory stream: ${content.ename}: ${content.evalue}`
+      );
+    }
+  }
+
+  private _onStatus(kernel: Kernel.IKernelConnection, status: string): void {
+    if (status === 'restarting' || status === 'autorestarting') {
+      this._comm = null;
+      this._set('restarting', 'Kernel restarted — reconnecting…');
+    } else if (status === 'idle' && this.state === 'restarting') {
+      void this.start();
+    } else if (status === 'dead') {
+      this._set(
+        'failed',
+        'The kernel has died; restart it to see its GPU memory.'
+      );
+    }
+  }
+
+  private _checkStall(): void {
+    if (this.state !== 'streaming') {
+      return;
+    }
+    const quiet = performance.now() - this._lastSampleAt;
+    const limit = Math.max(
+      STALL_MIN_MS,
+      STALL_INTERVALS * this._settings.intervalS * 1000
+    );
+    if (quiet > limit) {
+      this._set(
+        'stalled',
+        `No figures from the kernel for ${Math.round(quiet / 1000)} s — reconnecting…`
+      );
+      void this.start();
+    }
+  }
+
+  private _set(state: State, message: string): void {
+    if (
+      state === this.state &&
+      message === this.message &&
+      state !== 'streaming'
+    ) {
+      return;
+    }
+    this.state = state;
+    this.message = message;
+    this._changed.emit();
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * The one place numbers become text in the sidebar. Bytes are binary units, as nvidia-smi counts
+ * them; `null` is "N/A" (the driver cannot tell), never 0.
+ */
+
+const MiB = 1024 ** 2;
+const GiB = 1024 ** 3;
+
+export function formatBytes(value: number | null): string {
+  if (value === null) {
+    return 'N/A';
+  }
+  if (value >= GiB) {
+    return `${(value / GiB).toFixed(1)} GiB`;
+  }
+  return `${Math.round(value / MiB)} MiB`;
+}
+
+export function formatPercent(value: number | null): string {
+  return value === null ? 'N/A' : `${value.toFixed(1)}%`;
+}
+
+export type Level = 'ok' | 'warn' | 'error';
+
+export interface IHeadline {
+  text: string;
+  level: Level;
+}
+
+/** At or above this share of the budget the headline turns to the warning colour. */
+export const WARN_AT = 0.9;
+
+/**
+ * "3.1 of 4.0 GiB budget (78%)": this kernel's memory against its budget. Warning colour from
+ * 90%, error colour above the budget.
+ */
+export function headline(
+  ownBytes: number | null,
+  budgetBytes: number | null,
+  framework: string | null
+): IHeadline {
+  if (budgetBytes === null) {
+    const who = framework ?? 'TensorFlow';
+    const own =
+      ownBytes === null
+        ? 'N/A'
+        : `${formatBytes(ownBytes)} used by this kernel`;
+    return {
+      text: `${own}; no budget set — ${who} will take nearly all memory`,
+      level: 'ok'
+    };
+  }
+  if (ownBytes === null) {
+    return {
+      text: `N/A of ${formatBytes(budgetBytes)} budget (the driver cannot tell this kernel's memory)`,
+      level: 'ok'
+    };
+  }
+  const share = budgetBytes > 0 ? ownBytes / budgetBytes : Infinity;
+  const unit = budgetBytes >= GiB ? GiB : MiB;
+  const digits = unit === GiB ? 1 : 0;
+  const name = unit === GiB ? 'GiB' : 'MiB';
+  return {
+    text:
+      `${(ownBytes / unit).toFixed(digits)} of ${(budgetBytes / unit).toFixed(digits)} ${name} ` +
+      `budget (${Math.round(share * 100)}%)`,
+    level: share > 1 ? 'error' : share >= WARN_AT ? 'warn' : 'ok'
+  };
+}

@@ -1,0 +1,133 @@
+/**
+ * The figures the chart draws, per GPU, over a bounded window; and their decimation for display.
+ * Numbers only (NaN where a figure was N/A), so an hour at 1 s stays a few hundred kilobytes.
+ */
+
+import { ISample } from './protocol';
+
+export const FIELDS = [
+  'own',
+  'framework',
+  'others',
+  'total',
+  'budget'
+] as const;
+export type Field = (typeof FIELDS)[number];
+
+export interface ISeries {
+  /** Milliseconds since the epoch. */
+  t: number[];
+  own: number[];
+  framework: number[];
+  /** Everything else on the device as nvidia-smi counts it: used minus this kernel. */
+  others: number[];
+  total: number[];
+  budget: number[];
+}
+
+function emptySeries(): ISeries {
+  return { t: [], own: [], framework: [], others: [], total: [], budget: [] };
+}
+
+const value = (v: number | null): number => (v === null ? NaN : v);
+
+export function gpuKey(gpu: { uuid: string | null; index: number }): string {
+  return gpu.uuid ?? `index ${gpu.index}`;
+}
+
+export class History {
+  /** The newest sample, with its process tables. */
+  latest: ISample | null = null;
+  private _series = new Map<string, ISeries>();
+
+  constructor(private _capacity: number) {}
+
+  get capacity(): number {
+    return this._capacity;
+  }
+
+  set capacity(capacity: number) {
+    this._capacity = Math.max(1, Math.floor(capacity));
+    for (const series of this._series.values()) {
+      this._trim(series, 0);
+    }
+  }
+
+  series(key: string): ISeries | undefined {
+    return this._series.get(key);
+  }
+
+  reset(samples: ISample[]): void {
+    this._series.clear();
+    this.latest = null;
+    for (const sample of samples) {
+      this.push(sample);
+    }
+  }
+
+  push(sample: ISample): void {
+    this.latest = sample;
+    const t = sample.t * 1000;
+    for (const gpu of sample.gpus) {
+      const key = gpuKey(gpu);
+      let series = this._series.get(key);
+      if (!series) {
+        series = emptySeries();
+        this._series.set(key, series);
+      }
+      const own = gpu.ownBytes;
+      const others =
+        gpu.usedBytes === null ? null : Math.max(0, gpu.usedBytes - (own ?? 0));
+      series.t.push(t);
+      series.own.push(value(own));
+      series.framework.push(value(gpu.frameworkBytes));
+      series.others.push(value(others));
+      series.total.push(value(gpu.totalBytes));
+      series.budget.push(value(gpu.budgetBytes));
+      this._trim(series, Math.ceil(this._capacity / 8));
+    }
+  }
+
+  /** Drop the oldest points beyond capacity; `slack` lets a series overrun a little so the
+   * arrays are cut in one go every so often rather than shifted on every sample. */
+  private _trim(series: ISeries, slack: number): void {
+    const excess = series.t.length - this._capacity;
+    if (excess > slack) {
+      series.t.splice(0, excess);
+      for (const field of FIELDS) {
+        series[field].splice(0, excess);
+      }
+    }
+  }
+}
+
+/**
+ * At most `maxPoints` points per field: consecutive samples are bucketed and each bucket keeps its
+ * largest value (a memory peak must never be smoothed away) at the bucket's last time. A bucket
+ * whose values are all NaN stays NaN, so gaps stay gaps.
+ */
+export function decimate(series: ISeries, maxPoints: number): ISeries {
+  const n = series.t.length;
+  if (n <= maxPoints) {
+    return series;
+  }
+  const out = emptySeries();
+  const size = n / maxPoints;
+  for (let b = 0; b < maxPoints; b++) {
+    const start = Math.floor(b * size);
+    const end = Math.min(n, Math.floor((b + 1) * size));
+    out.t.push(series.t[end - 1]);
+    for (const field of FIELDS) {
+      const values = series[field];
+      let peak = NaN;
+      for (let i = start; i < end; i++) {
+        const v = values[i];
+        if (!Number.isNaN(v) && (Number.isNaN(peak) || v > peak)) {
+          peak = v;
+        }
+      }
+      out[field].push(peak);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,246 @@
+/**
+ * The comm protocol between a kernel and the sidebar, version 1 (docs/protocol.md).
+ *
+ * Kernel to sidebar: `hello` (the comm_open data: settings and the history to replay), then one
+ * `sample` per interval. Sidebar to kernel: `configure`. Anything that is not a well-formed
+ * protocol 1 message is dropped with one console warning. Pure: no JupyterLab imports, so the
+ * unit tests run it in Node against tests/fixtures/protocol/.
+ */
+
+export const PROTOCOL = 1;
+export const TARGET = 'jupyter_gpumem';
+
+/** One process on one GPU. `null`: not known (N/A), never 0. */
+export interface IProcess {
+  pid: number;
+  name: string | null;
+  user: string | null;
+  usedBytes: number | null;
+  cpuPercent: number | null;
+  self: boolean;
+}
+
+export interface IGpu {
+  index: number;
+  uuid: string | null;
+  name: string | null;
+  lost: boolean;
+  /** The policy keeps this kernel off this GPU (gpus=). */
+  hidden: boolean;
+  totalBytes: number | null;
+  usedBytes: number | null;
+  /** This kernel's memory as nvidia-smi counts it; null when the driver cannot tell. */
+  ownBytes: number | null;
+  budgetBytes: number | null;
+  frameworkBytes: number | null;
+  frameworkPeakBytes: number | null;
+  processesKnown: boolean;
+  /** Absent in replayed history, which keeps the charted figures only. */
+  processes: IProcess[] | null;
+}
+
+export interface ISample {
+  /** Seconds since the epoch (kernel clock). */
+  t: number;
+  problem: string | null;
+  simulated: string | null;
+  policy: string | null;
+  framework: string | null;
+  frameworkStarted: boolean;
+  gpus: IGpu[];
+}
+
+export interface IHello {
+  type: 'hello';
+  packageVersion: string;
+  intervalS: number;
+  historyS: number;
+  history: ISample[];
+}
+
+export interface ISampleMessage {
+  type: 'sample';
+  sample: ISample;
+}
+
+export type KernelMessage = IHello | ISampleMessage;
+
+export class ProtocolError extends Error {}
+
+type Json = Record<string, unknown>;
+
+function object(value: unknown, where: string): Json {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ProtocolError(`${where} is not an object`);
+  }
+  return value as Json;
+}
+
+function array(value: unknown, where: string): unknown[] {
+  if (!Array.isArray(value)) {
+    throw new ProtocolError(`${where} is not an array`);
+  }
+  return value;
+}
+
+function number(value: unknown, where: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new ProtocolError(`${where} is not a number`);
+  }
+  return value;
+}
+
+function bytes(value: unknown, where: string): number | null {
+  if (value === null) {
+    return null;
+  }
+  const n = number(value, where);
+  if (n < 0) {
+    throw new ProtocolError(`${where} is negative`);
+  }
+  return n;
+}
+
+function nullable(value: unknown, where: string): number | null {
+  return value === null ? null : number(value, where);
+}
+
+function text(value: unknown, where: string): string | null {
+  if (value === null) {
+    return null;
+  }
+  if (typeof value !== 'string') {
+    throw new ProtocolError(`${where} is not a string`);
+  }
+  return value;
+}
+
+function flag(value: unknown, where: string): boolean {
+  if (typeof value !== 'boolean') {
+    throw new ProtocolError(`${where} is not true or false`);
+  }
+  return value;
+}
+
+function parseProcess(value: unknown, where: string): IProcess {
+  const p = object(value, where);
+  return {
+    pid: number(p.pid, `${where}.pid`),
+    name: text(p.name, `${where}.name`),
+    user: text(p.user, `${where}.user`),
+    usedBytes: bytes(p.used_bytes, `${where}.used_bytes`),
+    cpuPercent: nullable(p.cpu_percent, `${where}.cpu_percent`),
+    self: flag(p.self, `${where}.self`)
+  };
+}
+
+function parseGpu(value: unknown, where: string): IGpu {
+  const g = object(value, where);
+  return {
+    index: number(g.index, `${where}.index`),
+    uuid: text(g.uuid, `${where}.uuid`),
+    name: text(g.name, `${where}.name`),
+    lost: flag(g.lost, `${where}.lost`),
+    hidden: flag(g.hidden, `${where}.hidden`),
+    totalBytes: bytes(g.total_bytes, `${where}.total_bytes`),
+    usedBytes: bytes(g.used_bytes, `${where}.used_bytes`),
+    ownBytes: bytes(g.own_bytes, `${where}.own_bytes`),
+    budgetBytes: bytes(g.budget_bytes, `${where}.budget_bytes`),
+    frameworkBytes: bytes(g.framework_bytes, `${where}.framework_bytes`),
+    frameworkPeakBytes: bytes(
+      g.framework_peak_bytes,
+      `${where}.framework_peak_bytes`
+    ),
+    processesKnown: flag(g.processes_known, `${where}.processes_known`),
+    processes:
+      g.processes === undefined
+        ? null
+        : array(g.processes, `${where}.processes`).map((p, i) =>
+            parseProcess(p, `${where}.processes[${i}]`)
+          )
+  };
+}
+
+export function parseSample(value: unknown, where = 'sample'): ISample {
+  const s = object(value, where);
+  return {
+    t: number(s.t, `${where}.t`),
+    problem: text(s.problem, `${where}.problem`),
+    simulated: text(s.simulated, `${where}.simulated`),
+    policy: text(s.policy, `${where}.policy`),
+    framework: text(s.framework, `${where}.framework`),
+    frameworkStarted: flag(s.framework_started, `${where}.framework_started`),
+    gpus: array(s.gpus, `${where}.gpus`).map((g, i) =>
+      parseGpu(g, `${where}.gpus[${i}]`)
+    )
+  };
+}
+
+/** Throws ProtocolError (what is wrong) for anything but a well-formed protocol 1 message. */
+export function parseMessage(data: unknown): KernelMessage {
+  const m = object(data, 'message');
+  if (m.protocol !== PROTOCOL) {
+    throw new ProtocolError(
+      `protocol ${JSON.stringify(m.protocol)} is not ${PROTOCOL}`
+    );
+  }
+  if (m.type === 'hello') {
+    return {
+      type: 'hello',
+      packageVersion: String(text(m.package_version, 'package_version')),
+      intervalS: number(m.interval_s, 'interval_s'),
+      historyS: number(m.history_s, 'history_s'),
+      history: array(m.history, 'history').map((s, i) =>
+        parseSample(s, `history[${i}]`)
+      )
+    };
+  }
+  if (m.type === 'sample') {
+    return { type: 'sample', sample: parseSample(m.sample) };
+  }
+  throw new ProtocolError(`unknown message type ${JSON.stringify(m.type)}`);
+}
+
+/** parseMessage, or null after one console warning: a bad message never breaks the sidebar. */
+export function receive(data: unknown): KernelMessage | null {
+  try {
+    return parseMessage(data);
+  } catch (error) {
+    if (error instanceof ProtocolError) {
+      console.warn(
+        `jupyter-gpumem: dropped a message from the kernel: ${error.message}`
+      );
+      return null;
+    }
+    throw error;
+  }
+}
+
+export interface ISettings {
+  intervalS: number;
+  historyS: number;
+}
+
+export type ConfigureMessage = {
+  protocol: number;
+  type: 'configure';
+  interval_s: number;
+  history_s: number;
+};
+
+export function configureMessage(settings: ISettings): ConfigureMessage {
+  return {
+    protocol: PROTOCOL,
+    type: 'configure',
+    interval_s: settings.intervalS,
+    history_s: settings.historyS
+  };
+}
+
+/** The code the sidebar runs (silently) to start streaming from a kernel. */
+export function connectCode(settings: ISettings): string {
+  return (
+    "__import__('jupyter_gpumem')._connect_sidebar(" +
+    `interval_s=${settings.intervalS}, history_s=${settings.historyS})`
+  );
+}

@@ -1,0 +1,78 @@
+"""The snapshots behind tests/fixtures/protocol/: test_protocol.py checks that the encoder turns
+them into exactly the fixture files, which the TypeScript tests parse (tests/ts/)."""
+
+from __future__ import annotations
+
+from jupyter_gpumem.model import Device, GpuProcess, Snapshot
+from jupyter_gpumem.plan import make_plan
+from jupyter_gpumem.policy import parse
+from jupyter_gpumem.protocol import Framework, encode_sample
+from jupyter_gpumem.units import MiB
+
+OWN_PID = 4242
+GPU_A = "GPU-a1a1a1a1-0000-4000-8000-000000000001"
+GPU_B = "GPU-b2b2b2b2-0000-4000-8000-000000000002"
+
+
+def s1_snapshot(taken_at: float = 1763740800.0, own_bytes: int = 3200 * MiB) -> Snapshot:
+    """S1 after `%gpumem fraction=0.5 gpus=1`: this kernel on GPU 1 only, GPU 0 busy with others."""
+    return Snapshot(
+        taken_at=taken_at,
+        own_pid=OWN_PID,
+        driver_version="537.58",
+        simulated_scenario="s1_two_gpus.scenario",
+        devices=(
+            Device(
+                index=0,
+                uuid=GPU_A,
+                name="NVIDIA GeForce GTX 1080 Ti",
+                total_bytes=11422 * MiB,
+                used_bytes=6063 * MiB,
+                utilization_percent=97,
+                processes=(GpuProcess(788, GPU_A, 5927 * MiB, "compute", "python.exe", "bob", 163.5, False),),
+            ),
+            Device(
+                index=1,
+                uuid=GPU_B,
+                name="NVIDIA GeForce GTX 1080",
+                total_bytes=8192 * MiB,
+                used_bytes=330 * MiB + own_bytes + 380 * MiB,
+                utilization_percent=35,
+                processes=(
+                    GpuProcess(OWN_PID, GPU_B, own_bytes, "compute", "python", "alice", 98.25, True),
+                    GpuProcess(1204, GPU_B, None, "graphics", "dwm.exe", None, None, False),
+                    GpuProcess(
+                        6200, GPU_B, 380 * MiB, "compute", "<img src=x onerror=alert(1)>", "mallory", 0.0, False
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
+def s1_sample(taken_at: float = 1763740800.0, own_bytes: int = 3200 * MiB) -> dict[str, object]:
+    snapshot = s1_snapshot(taken_at, own_bytes)
+    plan = make_plan(parse(["fraction=0.5", "gpus=1"]), snapshot, 450 * MiB)
+    framework = Framework("TensorFlow", started=True, memory=((own_bytes - 500 * MiB, own_bytes - 400 * MiB),))
+    return encode_sample(snapshot, plan, framework, [GPU_B])
+
+
+def lost_sample() -> dict[str, object]:
+    snapshot = Snapshot(
+        taken_at=1763740801.5,
+        own_pid=OWN_PID,
+        devices=(
+            Device(index=0, uuid=GPU_A, name="NVIDIA A10", total_bytes=23028 * MiB, used_bytes=1200 * MiB),
+            Device(index=1, uuid=GPU_B, name="NVIDIA A10", lost=True),
+        ),
+    )
+    return encode_sample(snapshot, None, None, [])
+
+
+def no_driver_sample() -> dict[str, object]:
+    snapshot = Snapshot(
+        taken_at=1763740802.0,
+        own_pid=OWN_PID,
+        problem="No NVIDIA driver is loaded on this machine, so there is no GPU to show.",
+    )
+    return encode_sample(snapshot, None, None, [])

@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { History, decimate } from '../../labextension/src/history';
+import {
+  ISample,
+  ISampleMessage,
+  parseMessage
+} from '../../labextension/src/protocol';
+import { fixture } from './fixtures';
+
+const MiB = 1024 ** 2;
+const S1 = (parseMessage(fixture('sample.json')) as ISampleMessage).sample;
+const GPU_B = 'GPU-b2b2b2b2-0000-4000-8000-000000000002';
+
+function at(t: number, ownMiB: number | null): ISample {
+  return {
+    ...S1,
+    t,
+    gpus: S1.gpus.map(g => ({
+      ...g,
+      ownBytes:
+        g.uuid === GPU_B ? (ownMiB === null ? null : ownMiB * MiB) : g.ownBytes
+    }))
+  };
+}
+
+test('history keeps one series per GPU: this kernel, others, budget, total', () => {
+  const history = new History(100);
+  history.push(S1);
+  const series = history.series(GPU_B)!;
+  assert.deepEqual(series.t, [1763740800000]);
+  assert.deepEqual(series.own, [3200 * MiB]);
+  assert.deepEqual(series.others, [(330 + 380) * MiB]);
+  assert.deepEqual(series.budget, [4096 * MiB]);
+  assert.deepEqual(series.total, [8192 * MiB]);
+  assert.deepEqual(series.framework, [2700 * MiB]);
+  assert.ok(Number.isNaN(history.series(S1.gpus[0].uuid!)!.budget[0]));
+});
+
+test('history is bounded by its capacity and keeps the newest samples', () => {
+  const history = new History(50);
+  for (let i = 0; i < 1000; i++) {
+    history.push(at(i, i));
+  }
+  const series = history.series(GPU_B)!;
+  assert.ok(series.t.length >= 50 && series.t.length <= 50 + Math.ceil(50 / 8));
+  assert.equal(series.t[series.t.length - 1], 999000);
+  assert.equal(series.own[series.own.length - 1], 999 * MiB);
+  history.capacity = 10;
+  assert.equal(history.series(GPU_B)!.t.length, 10);
+  assert.equal(history.latest!.t, 999);
+});
+
+test('an N/A figure is a gap (NaN), never 0', () => {
+  const history = new History(10);
+  history.push(at(1, null));
+  assert.ok(Number.isNaN(history.series(GPU_B)!.own[0]));
+});
+
+test('decimation keeps at most maxPoints and never smooths a peak away', () => {
+  const history = new History(3600);
+  for (let i = 0; i < 3600; i++) {
+    history.push(at(i, i === 1234 ? 4000 : 1000));
+  }
+  const shown = decimate(history.series(GPU_B)!, 300);
+  assert.equal(shown.t.length, 300);
+  assert.equal(shown.own.filter(v => v === 4000 * MiB).length, 1);
+  assert.equal(Math.max(...shown.own), 4000 * MiB);
+  assert.equal(shown.t[shown.t.length - 1], 3599000);
+  assert.ok(shown.t.every((t, i) => i === 0 || t > shown.t[i - 1]));
+});
+
+test('decimation keeps a gap where a whole bucket was N/A, and short series untouched', () => {
+  const history = new History(100);
+  for (let i = 0; i < 100; i++) {
+    history.push(at(i, i >= 50 && i < 60 ? null : 1000));
+  }
+  const series = history.series(GPU_B)!;
+  assert.equal(decimate(series, 200), series);
+  const shown = decimate(series, 10);
+  assert.ok(Number.isNaN(shown.own[5]));
+  assert.equal(shown.own[4], 1000 * MiB);
+});
