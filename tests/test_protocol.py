@@ -4,15 +4,15 @@ TypeScript tests (tests/ts/) parse the very same files."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
 from protocol_fixtures import lost_sample, no_driver_sample, s1_sample
 
 from jupyter_gpumem import protocol
 from jupyter_gpumem.units import MiB
 
-PROTOCOL_FIXTURES = FIXTURES / "protocol"
+PROTOCOL_FIXTURES = Path(__file__).parent / "fixtures" / "protocol"
 MALFORMED = sorted((PROTOCOL_FIXTURES / "malformed").glob("*.json"))
 
 

@@ -98,6 +98,7 @@ export class Chart {
       x: s.t,
       y: gib(y),
       hovertemplate: '%{y:.2f} GiB',
+      showlegend: y.some(v => !Number.isNaN(v)), // no legend entry for a line never drawn
       ...extra
     });
     const data = [
@@ -125,9 +126,9 @@ export class Chart {
       paper_bgcolor: colors.background,
       plot_bgcolor: colors.background,
       font: { color: colors.text, size: 11 },
-      xaxis: { ...axis, type: 'date' },
+      xaxis: { ...axis, type: 'date', tickformat: '%H:%M:%S', nticks: 4 },
       yaxis: { ...axis, title: { text: 'GiB' }, rangemode: 'tozero' },
-      legend: { orientation: 'h', y: -0.15 },
+      legend: { orientation: 'h', y: -0.12, font: { size: 10 } },
       hovermode: 'x unified',
       showlegend: true,
       uirevision: 'keep' // keep the user's zoom across updates

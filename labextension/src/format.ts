@@ -16,6 +16,11 @@ export function formatBytes(value: number | null): string {
   return `${Math.round(value / MiB)} MiB`;
 }
 
+/** Always MiB, as nvidia-smi's process table prints it (for comparing the two). */
+export function formatMiB(value: number | null): string {
+  return value === null ? 'N/A' : `${Math.round(value / MiB)} MiB`;
+}
+
 export function formatPercent(value: number | null): string {
   return value === null ? 'N/A' : `${value.toFixed(1)}%`;
 }

@@ -10,7 +10,7 @@ import { Widget } from '@lumino/widgets';
 
 import { Channel, PIP_COMMAND } from './channel';
 import { Chart, IColors, themeColors } from './chart';
-import { formatBytes, formatPercent, headline } from './format';
+import { formatBytes, formatMiB, formatPercent, headline } from './format';
 import { gpuKey } from './history';
 import { IGpu, IProcess } from './protocol';
 
@@ -20,7 +20,7 @@ const COLUMNS: [SortKey, string][] = [
   ['pid', 'PID'],
   ['name', 'Name'],
   ['user', 'User'],
-  ['usedBytes', 'GPU memory'],
+  ['usedBytes', 'GPU mem'],
   ['cpuPercent', 'CPU']
 ];
 
@@ -180,9 +180,11 @@ export class GpuMemPanel extends Widget {
     n.status.textContent = channel && !streaming ? channel.message : '';
     n.status.hidden = !n.status.textContent;
     n.pip.hidden = channel?.state !== 'missing';
-    n.banner.textContent = latest?.simulated
-      ? `SIMULATED GPU — stand-in NVML, scenario ${latest.simulated}`
+    const scenario = latest?.simulated ?? '';
+    n.banner.textContent = scenario
+      ? `SIMULATED GPU — stand-in NVML (${scenario.split('/').pop()})`
       : '';
+    n.banner.title = scenario;
     n.banner.hidden = !n.banner.textContent;
     const hasGpu = latest !== null && !latest.problem && latest.gpus.length > 0;
     n.body.hidden = !hasGpu;
@@ -310,7 +312,7 @@ export class GpuMemPanel extends Widget {
         String(p.pid),
         (p.name ?? '?') + (p.self ? ' (this kernel)' : ''),
         p.user ?? '',
-        formatBytes(p.usedBytes),
+        formatMiB(p.usedBytes),
         formatPercent(p.cpuPercent)
       ];
       for (const text of cells) {

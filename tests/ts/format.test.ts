@@ -15,6 +15,8 @@ test('bytes are shown as nvidia-smi counts them, and N/A is not zero', () => {
   assert.equal(formatBytes(0), '0 MiB');
   assert.equal(formatBytes(380 * MiB), '380 MiB');
   assert.equal(formatBytes(8192 * MiB), '8.0 GiB');
+  assert.equal(formatMiB(12000 * MiB), '12000 MiB');
+  assert.equal(formatMiB(null), 'N/A');
   assert.equal(formatPercent(null), 'N/A');
   assert.equal(formatPercent(163.5), '163.5%');
 });

@@ -1,0 +1,153 @@
+"""Fixtures and helpers for the browser tests: a real JupyterLab server (with the stand-in NVML) and Debian's chromium driven by Playwright.
+
+The browser is the system's `chromium` (apt), launched through its executable path: Playwright
+never downloads one here. `.ci/setup` installs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from jupyter_gpumem import standin
+
+ARTIFACTS = Path(__file__).parents[1] / "artifacts"
+SCENARIOS = Path(__file__).parents[1] / "fixtures" / "scenarios"
+TOKEN = "gpumem-ui-test"
+CHROMIUM_FLAGS = [
+    "--no-sandbox",  # CI runs as root in a container
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+def chromium_path() -> str:
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.fail("Debian's chromium is needed for the browser tests: apt-get install chromium (.ci/setup does).")
+    return path
+
+
+@dataclass
+class Lab:
+    url: str
+    root: Path
+    scenario: Path
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.url}/lab/tree/{name}?token={TOKEN}&reset"
+
+    def set_scenario(self, text: str) -> None:
+        standin.write_scenario(self.scenario, text)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_notebook(path: Path, cells: list[str]) -> None:
+    path.write_text(
+        json.dumps(
+            {
+                "cells": [
+                    {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": c}
+                    for c in cells
+                ],
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """`jupyter lab` on a free port; its kernels read the stand-in NVML and a scenario of this module."""
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "notebooks"
+    root.mkdir()
+    scenario = base / "sidebar.scenario"
+    standin.write_scenario(scenario, (SCENARIOS / "sidebar.scenario").read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_"))}
+    env.update(
+        {
+            standin.SCENARIO_VARIABLE: str(scenario),
+            "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
+            "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
+            "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        }
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = (base / "server.log").open("w")
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={root}",
+            "--ServerApp.allow_root=True",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabServerApp.collaborative=False",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not start:\n{(base / 'server.log').read_text()}")
+                time.sleep(0.25)
+        yield Lab(url, root, scenario)
+    finally:
+        server.terminate()
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()

@@ -1,0 +1,171 @@
+"""The GPU Memory sidebar end to end: a real JupyterLab server, a real kernel, the stand-in NVML and
+Debian's chromium (Playwright)."""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.request
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from labserver import ARTIFACTS, SCENARIOS, TOKEN, Lab, write_notebook
+
+pytestmark = pytest.mark.browser
+
+KERNEL_IDLE = """() => {
+  const kernel = window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel;
+  return kernel?.status === 'idle';
+}"""
+
+
+def open_notebook(page: Page, lab: Lab, name: str, cells: list[str]) -> None:
+    write_notebook(lab.root / name, cells)
+    page.goto(lab.notebook_url(name))
+    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+
+
+def run_cell(page: Page, index: int) -> str:
+    """Click into cell ``index``, press Shift+Enter, wait for it to finish; its output text."""
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"))
+    return "".join(cell.locator(".jp-OutputArea-output").all_inner_texts())
+
+
+def wait_for_saved_layout(lab: Lab, text: str) -> None:
+    """JupyterLab saves the layout a moment after it changes; a reload before that restores the old one."""
+    for _ in range(100):
+        with urllib.request.urlopen(f"{lab.url}/lab/api/workspaces/default?token={TOKEN}") as response:
+            if text in response.read().decode():
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"the saved workspace never mentioned {text}")
+
+
+def open_sidebar(page: Page) -> None:
+    page.locator('.jp-SideBar [data-id="jupyter-gpumem-panel"]').click()
+    expect(page.locator("#jupyter-gpumem-panel")).to_be_visible()
+
+
+def rows(page: Page) -> list[list[str]]:
+    return [
+        row.locator("td").all_inner_texts()
+        for row in page.locator("#jupyter-gpumem-panel .jp-GpuMem-processes tbody tr").all()
+    ]
+
+
+def last_point(page: Page, trace: int) -> float:
+    return float(
+        page.evaluate(
+            "i => { const y = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-chart').data[i].y;"
+            " return y[y.length - 1]; }",
+            trace,
+        )
+    )
+
+
+def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart(page: Page, lab: Lab) -> None:
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    open_notebook(page, lab, "budget.ipynb", ["%load_ext jupyter_gpumem\n%gpumem fraction=0.5", "import os; os.getpid()"])
+    assert "recorded" in run_cell(page, 0)
+    pid = run_cell(page, 1).strip()
+
+    open_sidebar(page)
+    panel = page.locator("#jupyter-gpumem-panel")
+    headline = panel.locator(".jp-GpuMem-headline")
+    expect(headline).to_have_text("3.1 of 20.0 GiB budget (15%)")
+    expect(panel.locator(".jp-GpuMem-banner")).to_contain_text("SIMULATED GPU")
+    expect(panel.locator(".jp-GpuMem-device")).to_have_text("GPU 0 · NVIDIA A100-SXM4-40GB · 16.1 GiB of 40.0 GiB used")
+    assert rows(page) == [
+        ["31337", "python3", "", "12000 MiB", "N/A"],
+        [pid, "python (this kernel)", rows(page)[1][2], "3174 MiB", rows(page)[1][4]],
+        ["31338", "<img src=x onerror=alert(1)>", "", "1024 MiB", "N/A"],
+    ]
+    assert panel.locator("img").count() == 0 and dialogs == []  # the hostile name stayed text
+    expect(panel.locator("tr.jp-GpuMem-self")).to_have_count(1)
+    assert last_point(page, 0) == pytest.approx(3174 / 1024)
+    assert last_point(page, 3) == pytest.approx(20.0)  # the budget line
+
+    # The other GPU, through the selector.
+    panel.locator("select.jp-GpuMem-select").select_option(label="GPU 1: NVIDIA T4")
+    expect(headline).to_have_text(re.compile(r"^0 of 7\.5 GiB budget \(0%\)$|^0\.0 of 7\.5 GiB budget \(0%\)$"))
+    panel.locator("select.jp-GpuMem-select").select_option(label="GPU 0: NVIDIA A100-SXM4-40GB")
+
+    # The driver reports more: the headline, the table and the chart follow.
+    text = (SCENARIOS / "sidebar.scenario").read_text()
+    lab.set_scenario(text.replace("used=3174MiB", "used=18944MiB").replace("used=16500MiB", "used=32270MiB"))
+    expect(headline).to_have_text("18.5 of 20.0 GiB budget (93%)")
+    expect(headline).to_have_attribute("data-level", "warn")
+    page.wait_for_function(
+        "() => { const y = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-chart').data[0].y;"
+        " return y[y.length - 1] > 18; }"
+    )
+    lab.set_scenario(text.replace("used=3174MiB", "used=21504MiB").replace("used=16500MiB", "used=34830MiB"))
+    expect(headline).to_have_text("21.0 of 20.0 GiB budget (105%)")
+    expect(headline).to_have_attribute("data-level", "error")
+
+    # Restart: the sidebar says so, then streams from the new kernel (which has no policy).
+    lab.set_scenario(text)
+    page.evaluate(
+        """() => { window.gpumemStatuses = [];
+          const node = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-status');
+          new MutationObserver(() => window.gpumemStatuses.push(node.textContent))
+            .observe(node, { childList: true, characterData: true, subtree: true }); }"""
+    )
+    page.evaluate("() => { void window.jupyterapp.commands.execute('kernelmenu:restart'); }")  # awaits the dialog
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    expect(headline).to_have_text("3.1 GiB used by this kernel; no budget set — TensorFlow will take nearly all memory")
+    assert "Kernel restarted — reconnecting…" in page.evaluate("() => window.gpumemStatuses")
+    new_pid = [r for r in rows(page) if r[1] == "python (this kernel)"][0][0]
+    assert new_pid != pid
+
+    # Light and dark screenshots (tests/artifacts/), colours re-read from the theme.
+    ARTIFACTS.mkdir(exist_ok=True)
+    light = page.evaluate("() => document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-chart')._fullLayout.paper_bgcolor")
+    panel.screenshot(path=ARTIFACTS / "sidebar-light.png")
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' })")
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+    page.wait_for_function(
+        "light => document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-chart')._fullLayout.paper_bgcolor !== light",
+        arg=light,
+    )
+    panel.screenshot(path=ARTIFACTS / "sidebar-dark.png")
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' })")
+    assert dialogs == []
+
+
+def test_the_palette_opens_the_sidebar_and_a_reload_restores_it_streaming(page: Page, lab: Lab) -> None:
+    open_notebook(page, lab, "reload.ipynb", ["1 + 1"])
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:activate-command-palette')")
+    page.keyboard.type("Show GPU Memory")
+    page.keyboard.press("Enter")
+    panel = page.locator("#jupyter-gpumem-panel")
+    expect(panel.locator(".jp-GpuMem-headline")).to_contain_text("no budget set")
+    wait_for_saved_layout(lab, '"current": "jupyter-gpumem"')
+    page.goto(f"{lab.url}/lab/tree/reload.ipynb?token={TOKEN}")
+    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+    expect(panel).to_be_visible()
+    expect(panel.locator(".jp-GpuMem-headline")).to_contain_text("no budget set")
+    expect(panel.locator(".jp-GpuMem-processes tbody tr")).to_have_count(3)
+
+
+def test_a_kernel_without_jupyter_gpumem_gets_the_pip_command(page: Page, lab: Lab) -> None:
+    hide = (
+        "import sys\n"
+        "class NotInstalled:  # from now on `import jupyter_gpumem` fails here as if it were not installed\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'jupyter_gpumem':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.modules.pop('jupyter_gpumem', None)\n"
+        "sys.meta_path.insert(0, NotInstalled())"
+    )
+    open_notebook(page, lab, "missing.ipynb", [hide])
+    run_cell(page, 0)
+    open_sidebar(page)
+    panel = page.locator("#jupyter-gpumem-panel")
+    expect(panel.locator(".jp-GpuMem-status")).to_contain_text("jupyter-gpumem is not installed in this kernel")
+    expect(panel.locator(".jp-GpuMem-pip")).to_have_text("%pip install jupyter-gpumem")
