@@ -1,4 +1,5 @@
-"""Fixtures and helpers for the browser tests: a real JupyterLab server (with the stand-in NVML) and Debian's chromium driven by Playwright.
+"""Fixtures and helpers for the browser tests and benchmarks: a real JupyterLab server (with the
+stand-in NVML) and Debian's chromium driven by Playwright.
 
 The browser is the system's `chromium` (apt), launched through its executable path: Playwright
 never downloads one here. `.ci/setup` installs it.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -15,11 +17,12 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
 from jupyter_gpumem import standin
 
@@ -39,7 +42,9 @@ CHROMIUM_FLAGS = [
 def chromium_path() -> str:
     path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
     if path is None:
-        pytest.fail("Debian's chromium is needed for the browser tests: apt-get install chromium (.ci/setup does).")
+        raise RuntimeError(
+            "Debian's chromium is needed for the browser tests: apt-get install chromium (.ci/setup does)."
+        )
     return path
 
 
@@ -78,14 +83,40 @@ def write_notebook(path: Path, cells: list[str]) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """`jupyter lab` on a free port; its kernels read the stand-in NVML and a scenario of this module."""
-    base = tmp_path_factory.mktemp("lab")
+KERNEL_IDLE = """() => {
+  const kernel = window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel;
+  return kernel?.status === 'idle';
+}"""
+
+
+def open_notebook(page: Page, lab: Lab, name: str, cells: list[str]) -> None:
+    write_notebook(lab.root / name, cells)
+    page.goto(lab.notebook_url(name))
+    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+
+
+def run_cell(page: Page, index: int) -> str:
+    """Click into cell ``index``, press Shift+Enter, wait for it to finish; its output text."""
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"))
+    return "".join(cell.locator(".jp-OutputArea-output").all_inner_texts())
+
+
+def open_sidebar(page: Page) -> None:
+    page.locator('.jp-SideBar [data-id="jupyter-gpumem-panel"]').click()
+    expect(page.locator("#jupyter-gpumem-panel")).to_be_visible()
+
+
+@contextmanager
+def running_lab(base: Path, scenario_text: str) -> Iterator[Lab]:
+    """`jupyter lab` on a free port, its files under ``base``; its kernels read the stand-in NVML
+    (this process's LD_LIBRARY_PATH) and a scenario file of their own."""
     root = base / "notebooks"
     root.mkdir()
-    scenario = base / "sidebar.scenario"
-    standin.write_scenario(scenario, (SCENARIOS / "sidebar.scenario").read_text())
+    scenario = base / "active.scenario"
+    standin.write_scenario(scenario, scenario_text)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_"))}
     env.update(
         {
@@ -110,7 +141,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             f"--ServerApp.root_dir={root}",
             "--ServerApp.allow_root=True",
             "--LabApp.expose_app_in_browser=True",
-            "--LabServerApp.collaborative=False",
         ],
         env=env,
         stdout=log,
@@ -124,7 +154,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not start:\n{(base / 'server.log').read_text()}")
+                    raise RuntimeError(f"JupyterLab did not start:\n{(base / 'server.log').read_text()}") from None
                 time.sleep(0.25)
         yield Lab(url, root, scenario)
     finally:
@@ -136,10 +166,20 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         log.close()
 
 
+def launch_chromium(playwright: Playwright) -> Browser:
+    return playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    with running_lab(tmp_path_factory.mktemp("lab"), (SCENARIOS / "sidebar.scenario").read_text()) as lab:
+        yield lab
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
+        browser = launch_chromium(playwright)
         yield browser
         browser.close()
 

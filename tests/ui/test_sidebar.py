@@ -8,31 +8,10 @@ import time
 import urllib.request
 
 import pytest
+from labserver import ARTIFACTS, KERNEL_IDLE, SCENARIOS, TOKEN, Lab, open_notebook, open_sidebar, run_cell
 from playwright.sync_api import Page, expect
 
-from labserver import ARTIFACTS, SCENARIOS, TOKEN, Lab, write_notebook
-
 pytestmark = pytest.mark.browser
-
-KERNEL_IDLE = """() => {
-  const kernel = window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel;
-  return kernel?.status === 'idle';
-}"""
-
-
-def open_notebook(page: Page, lab: Lab, name: str, cells: list[str]) -> None:
-    write_notebook(lab.root / name, cells)
-    page.goto(lab.notebook_url(name))
-    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
-
-
-def run_cell(page: Page, index: int) -> str:
-    """Click into cell ``index``, press Shift+Enter, wait for it to finish; its output text."""
-    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
-    cell.locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Shift+Enter")
-    expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"))
-    return "".join(cell.locator(".jp-OutputArea-output").all_inner_texts())
 
 
 def wait_for_saved_layout(lab: Lab, text: str) -> None:
@@ -43,11 +22,6 @@ def wait_for_saved_layout(lab: Lab, text: str) -> None:
                 return
         time.sleep(0.1)
     raise AssertionError(f"the saved workspace never mentioned {text}")
-
-
-def open_sidebar(page: Page) -> None:
-    page.locator('.jp-SideBar [data-id="jupyter-gpumem-panel"]').click()
-    expect(page.locator("#jupyter-gpumem-panel")).to_be_visible()
 
 
 def rows(page: Page) -> list[list[str]]:
@@ -70,7 +44,9 @@ def last_point(page: Page, trace: int) -> float:
 def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart(page: Page, lab: Lab) -> None:
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    open_notebook(page, lab, "budget.ipynb", ["%load_ext jupyter_gpumem\n%gpumem fraction=0.5", "import os; os.getpid()"])
+    open_notebook(
+        page, lab, "budget.ipynb", ["%load_ext jupyter_gpumem\n%gpumem fraction=0.5", "import os; os.getpid()"]
+    )
     assert "recorded" in run_cell(page, 0)
     pid = run_cell(page, 1).strip()
 
@@ -120,12 +96,14 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     page.locator(".jp-Dialog .jp-mod-accept").click()
     expect(headline).to_have_text("3.1 GiB used by this kernel; no budget set — TensorFlow will take nearly all memory")
     assert "Kernel restarted — reconnecting…" in page.evaluate("() => window.gpumemStatuses")
-    new_pid = [r for r in rows(page) if r[1] == "python (this kernel)"][0][0]
+    new_pid = next(r for r in rows(page) if r[1] == "python (this kernel)")[0]
     assert new_pid != pid
 
     # Light and dark screenshots (tests/artifacts/), colours re-read from the theme.
     ARTIFACTS.mkdir(exist_ok=True)
-    light = page.evaluate("() => document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-chart')._fullLayout.paper_bgcolor")
+    light = page.evaluate(
+        "() => document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-chart')._fullLayout.paper_bgcolor"
+    )
     panel.screenshot(path=ARTIFACTS / "sidebar-light.png")
     page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' })")
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
