@@ -103,6 +103,11 @@ export class Channel implements IDisposable {
     }
   }
 
+  /** The history window the kernel keeps, in seconds: what the chart spans. */
+  get windowS(): number {
+    return this._settings.historyS;
+  }
+
   /** New settings: resize the history now, tell the kernel over the comm. */
   configure(settings: ISettings): void {
     this._settings = settings;
@@ -120,6 +125,10 @@ export class Channel implements IDisposable {
     }
     this._lastSampleAt = performance.now();
     if (message.type === 'hello') {
+      this._settings = {
+        intervalS: message.intervalS,
+        historyS: message.historyS
+      };
       this.history.capacity = Math.ceil(message.historyS / message.intervalS);
       this.history.reset(message.history);
     } else {

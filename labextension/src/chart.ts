@@ -3,10 +3,10 @@
  * time a chart is drawn so it never weighs on JupyterLab's start-up.
  */
 
-import { ISeries, decimate } from './history';
+import { FIELDS, ISeries, decimate } from './history';
 
-/** Points per trace on screen: an hour at 1 s is bucketed down to this. */
-export const MAX_POINTS = 300;
+/** Plot area left and right of the traces, in pixels (the y axis labels, a margin). */
+const MARGIN = { l: 44, r: 8, t: 8, b: 24 };
 
 const GiB = 1024 ** 3;
 
@@ -18,7 +18,6 @@ export interface IPlotly {
     config: object
   ): Promise<unknown>;
   purge(root: HTMLElement): void;
-  Plots: { resize(root: HTMLElement): Promise<unknown> | void };
 }
 
 let plotly: Promise<IPlotly> | null = null;
@@ -64,28 +63,88 @@ function gib(values: number[]): (number | null)[] {
   return values.map(v => (Number.isNaN(v) ? null : v / GiB));
 }
 
+/**
+ * What the chart would show, to the pixel: the bucket of the last point, and every value rounded to
+ * the height of a pixel. When it has not changed there is nothing to redraw.
+ */
+export function pixelKey(
+  s: ISeries,
+  bucketMs: number,
+  pixelBytes: number,
+  extra: string
+): string {
+  const parts = [extra, Math.floor(s.t[s.t.length - 1] / bucketMs)];
+  for (const field of FIELDS) {
+    for (const v of s[field]) {
+      parts.push(Number.isNaN(v) ? -1 : Math.round(v / pixelBytes));
+    }
+  }
+  return parts.join(',');
+}
+
 export class Chart {
   private _drawn = false;
+  private _key = '';
 
   constructor(readonly node: HTMLElement) {}
 
-  /** Draw (or redraw) the series; resolves once drawn. */
+  /**
+   * Draw the last `windowMs` of the series, one point per pixel column (peaks kept). Skips the
+   * redraw when no pixel would change; resolves with whether it drew.
+   */
   async render(
-    series: ISeries,
+    full: ISeries,
+    windowMs: number,
     colors: IColors,
     framework: string
-  ): Promise<void> {
+  ): Promise<boolean> {
     const Plotly = await loadPlotly();
-    this.draw(Plotly, series, colors, framework);
+    const width = Math.max(100, this.node.clientWidth || 300);
+    const height = Math.max(120, this.node.clientHeight || 240);
+    const bucketMs = windowMs / (width - MARGIN.l - MARGIN.r);
+    const s = decimate(full, bucketMs);
+    if (s.t.length === 0) {
+      return false;
+    }
+    let top = 0;
+    for (const field of FIELDS) {
+      for (const v of s[field]) {
+        top = v > top ? v : top;
+      }
+    }
+    const pixelBytes = Math.max(1, top / (height - MARGIN.t - MARGIN.b));
+    const key = pixelKey(
+      s,
+      bucketMs,
+      pixelBytes,
+      [width, height, framework, colors.text].join()
+    );
+    if (key === this._key) {
+      return false;
+    }
+    this._key = key;
+    const end = (Math.floor(s.t[s.t.length - 1] / bucketMs) + 1) * bucketMs;
+    this._draw(
+      Plotly,
+      s,
+      [end - windowMs, end],
+      width,
+      height,
+      colors,
+      framework
+    );
+    return true;
   }
 
-  draw(
+  private _draw(
     Plotly: IPlotly,
-    full: ISeries,
+    s: ISeries,
+    range: number[],
+    width: number,
+    height: number,
     colors: IColors,
     framework: string
   ): void {
-    const s = decimate(full, MAX_POINTS);
     const line = (color: string, dash = 'solid', width = 2) => ({
       color,
       dash,
@@ -119,31 +178,23 @@ export class Chart {
       zerolinecolor: colors.grid
     };
     const layout = {
-      autosize: true,
-      height: this.node.clientHeight || 240,
-      width: this.node.clientWidth || undefined,
-      margin: { l: 44, r: 8, t: 8, b: 24 },
+      width,
+      height,
+      margin: MARGIN,
       paper_bgcolor: colors.background,
       plot_bgcolor: colors.background,
       font: { color: colors.text, size: 11 },
-      xaxis: { ...axis, type: 'date', tickformat: '%H:%M:%S', nticks: 4 },
+      xaxis: { ...axis, type: 'date', range, tickformat: '%H:%M', nticks: 4 },
       yaxis: { ...axis, title: { text: 'GiB' }, rangemode: 'tozero' },
       legend: { orientation: 'h', y: -0.12, font: { size: 10 } },
       hovermode: 'x unified',
-      showlegend: true,
-      uirevision: 'keep' // keep the user's zoom across updates
+      showlegend: true
     };
     void Plotly.react(this.node, data, layout, {
       displayModeBar: false,
       responsive: false
     });
     this._drawn = true;
-  }
-
-  resize(): void {
-    if (this._drawn && plotly !== null) {
-      void plotly.then(Plotly => Plotly.Plots.resize(this.node));
-    }
   }
 
   dispose(): void {

@@ -102,31 +102,33 @@ export class History {
 }
 
 /**
- * At most `maxPoints` points per field: consecutive samples are bucketed and each bucket keeps its
- * largest value (a memory peak must never be smoothed away) at the bucket's last time. A bucket
- * whose values are all NaN stays NaN, so gaps stay gaps.
+ * One point per `bucketMs` of time: each bucket keeps its largest value (a memory peak must never
+ * be smoothed away) at the time of its last sample. Buckets are aligned to multiples of `bucketMs`,
+ * so a new sample changes only the last bucket and the chart can tell when nothing visible moved.
+ * A bucket whose values are all NaN stays NaN, so gaps stay gaps.
  */
-export function decimate(series: ISeries, maxPoints: number): ISeries {
-  const n = series.t.length;
-  if (n <= maxPoints) {
-    return series;
-  }
+export function decimate(series: ISeries, bucketMs: number): ISeries {
   const out = emptySeries();
-  const size = n / maxPoints;
-  for (let b = 0; b < maxPoints; b++) {
-    const start = Math.floor(b * size);
-    const end = Math.min(n, Math.floor((b + 1) * size));
-    out.t.push(series.t[end - 1]);
-    for (const field of FIELDS) {
-      const values = series[field];
-      let peak = NaN;
-      for (let i = start; i < end; i++) {
-        const v = values[i];
-        if (!Number.isNaN(v) && (Number.isNaN(peak) || v > peak)) {
-          peak = v;
-        }
+  const n = series.t.length;
+  let bucket = NaN;
+  for (let i = 0; i < n; i++) {
+    const key = Math.floor(series.t[i] / bucketMs);
+    const last = out.t.length - 1;
+    if (key !== bucket) {
+      bucket = key;
+      out.t.push(series.t[i]);
+      for (const field of FIELDS) {
+        out[field].push(series[field][i]);
       }
-      out[field].push(peak);
+      continue;
+    }
+    out.t[last] = series.t[i];
+    for (const field of FIELDS) {
+      const v = series[field][i];
+      const peak = out[field][last];
+      if (!Number.isNaN(v) && (Number.isNaN(peak) || v > peak)) {
+        out[field][last] = v;
+      }
     }
   }
   return out;

@@ -215,7 +215,12 @@ export class GpuMemPanel extends Widget {
     const series = channel!.history.series(gpuKey(gpu));
     if (series) {
       this._colors ??= themeColors();
-      await this._chart.render(series, this._colors, framework);
+      await this._chart.render(
+        series,
+        channel!.windowS * 1000,
+        this._colors,
+        framework
+      );
     }
   }
 
@@ -225,7 +230,7 @@ export class GpuMemPanel extends Widget {
   }
 
   protected onResize(msg: Widget.ResizeMessage): void {
-    this._chart.resize();
+    this.update(); // the chart redraws at the new size
   }
 
   protected onBeforeDetach(msg: Message): void {

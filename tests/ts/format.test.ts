@@ -3,6 +3,7 @@ import { test } from 'node:test';
 
 import {
   formatBytes,
+  formatMiB,
   formatPercent,
   headline
 } from '../../labextension/src/format';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
+import { pixelKey } from '../../labextension/src/chart';
 import { History, decimate } from '../../labextension/src/history';
 import {
   ISample,
@@ -58,27 +59,56 @@ test('an N/A figure is a gap (NaN), never 0', () => {
   assert.ok(Number.isNaN(history.series(GPU_B)!.own[0]));
 });
 
-test('decimation keeps at most maxPoints and never smooths a peak away', () => {
+test('decimation keeps one point per time bucket and never smooths a peak away', () => {
   const history = new History(3600);
   for (let i = 0; i < 3600; i++) {
-    history.push(at(i, i === 1234 ? 4000 : 1000));
+    history.push(at(1763740800 + i, i === 1234 ? 4000 : 1000));
   }
-  const shown = decimate(history.series(GPU_B)!, 300);
-  assert.equal(shown.t.length, 300);
+  const shown = decimate(history.series(GPU_B)!, 20_000); // an hour on 180 pixels
+  assert.ok(
+    shown.t.length >= 180 && shown.t.length <= 181,
+    `${shown.t.length}`
+  );
   assert.equal(shown.own.filter(v => v === 4000 * MiB).length, 1);
   assert.equal(Math.max(...shown.own), 4000 * MiB);
-  assert.equal(shown.t[shown.t.length - 1], 3599000);
+  assert.equal(shown.t[shown.t.length - 1], (1763740800 + 3599) * 1000);
   assert.ok(shown.t.every((t, i) => i === 0 || t > shown.t[i - 1]));
 });
 
-test('decimation keeps a gap where a whole bucket was N/A, and short series untouched', () => {
+test('buckets are aligned to time, so a new sample changes only the last point', () => {
+  const history = new History(600);
+  for (let i = 0; i < 300; i++) {
+    history.push(at(1763740800 + i, 1000 + i));
+  }
+  const before = decimate(history.series(GPU_B)!, 10_000);
+  history.push(at(1763740800 + 300, 5000));
+  const after = decimate(history.series(GPU_B)!, 10_000);
+  const same = Math.min(before.t.length, after.t.length) - 1;
+  assert.deepEqual(after.own.slice(0, same), before.own.slice(0, same));
+  assert.equal(after.own[after.own.length - 1], 5000 * MiB);
+});
+
+test('decimation keeps a gap where a whole bucket was N/A', () => {
   const history = new History(100);
   for (let i = 0; i < 100; i++) {
     history.push(at(i, i >= 50 && i < 60 ? null : 1000));
   }
-  const series = history.series(GPU_B)!;
-  assert.equal(decimate(series, 200), series);
-  const shown = decimate(series, 10);
+  const shown = decimate(history.series(GPU_B)!, 10_000);
+  assert.equal(shown.t.length, 10);
   assert.ok(Number.isNaN(shown.own[5]));
   assert.equal(shown.own[4], 1000 * MiB);
+});
+
+test('the chart redraws only when a pixel would change', () => {
+  const history = new History(100);
+  for (let i = 0; i < 10; i++) {
+    history.push(at(i, 1000));
+  }
+  const key = () =>
+    pixelKey(decimate(history.series(GPU_B)!, 4000), 4000, 10 * MiB, 'w');
+  const first = key();
+  history.push(at(10, 1004)); // same bucket, less than a pixel more
+  assert.equal(key(), first);
+  history.push(at(11, 1020)); // two pixels more
+  assert.notEqual(key(), first);
 });
