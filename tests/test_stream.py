@@ -165,3 +165,31 @@ def test_a_failing_sample_is_logged_once_and_sampling_goes_on(caplog):
         "jupyter-gpumem: taking or sending a sample failed; sampling goes on"
     ) == 1
     assert sampler.history()[:2] == [{"n": 1}, {"n": 2}]
+
+
+def test_the_sampler_never_starts_tensorflow_and_reports_it_once_started(kernel_with):
+    kernel = kernel_with("own_process")
+    assert kernel.run("import tensorflow as tf").status == "ok"
+    comm_id, _ = connect(kernel)
+    for _ in range(3):  # several samples while TensorFlow is imported but not started
+        sample = next_sample(kernel, comm_id)
+        assert sample["framework"] == "TensorFlow" and sample["framework_started"] is False
+    reply = kernel.run("from tensorflow.python.eager import context; print(context.context()._context_handle is None)")
+    assert reply.stdout == "True\n"  # sampling did not start it, so %gpumem can still apply
+    assert "applied fraction=0.5" in kernel.run("%gpumem fraction=0.5").stdout
+
+    kernel.run("tf.constant(1.0) + 1")
+    sample = sample_where(kernel, comm_id, lambda s: s["framework_started"])
+    (gpu,) = sample["gpus"]
+    # tensorflow-cpu has no GPU device, so it has no allocator figures for this GPU; null, not 0.
+    assert gpu["framework_bytes"] is None and gpu["budget_bytes"] is not None
+
+
+def test_a_kernel_streaming_shuts_down_cleanly(kernel_with):
+    kernel = kernel_with("own_process")
+    next_sample(kernel, connect(kernel)[0])
+    kernel.client.stop_channels()
+    start = time.monotonic()
+    kernel.manager.shutdown_kernel(now=False)  # a shutdown_request, as JupyterLab sends
+    # jupyter_client waits 5 s for the kernel to exit by itself before it kills it.
+    assert time.monotonic() - start < kernel.manager.shutdown_wait_time
