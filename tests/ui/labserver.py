@@ -97,7 +97,7 @@ def open_notebook(page: Page, lab: Lab, name: str, cells: list[str]) -> None:
 
 def run_cell(page: Page, index: int) -> str:
     """Click into cell ``index``, press Shift+Enter, wait for it to finish; its output text."""
-    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(index)  # the active notebook
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
     expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"))

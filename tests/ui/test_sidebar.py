@@ -8,7 +8,17 @@ import time
 import urllib.request
 
 import pytest
-from labserver import ARTIFACTS, KERNEL_IDLE, SCENARIOS, TOKEN, Lab, open_notebook, open_sidebar, run_cell
+from labserver import (
+    ARTIFACTS,
+    KERNEL_IDLE,
+    SCENARIOS,
+    TOKEN,
+    Lab,
+    open_notebook,
+    open_sidebar,
+    run_cell,
+    write_notebook,
+)
 from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.browser
@@ -147,3 +157,34 @@ def test_a_kernel_without_jupyter_gpumem_gets_the_pip_command(page: Page, lab: L
     panel = page.locator("#jupyter-gpumem-panel")
     expect(panel.locator(".jp-GpuMem-status")).to_contain_text("jupyter-gpumem is not installed in this kernel")
     expect(panel.locator(".jp-GpuMem-pip")).to_have_text("%pip install jupyter-gpumem")
+
+
+def test_the_sidebar_follows_the_active_notebook_and_survives_closing_it(page: Page, lab: Lab) -> None:
+    write_notebook(lab.root / "first.ipynb", ["import os; os.getpid()"])
+    open_notebook(page, lab, "second.ipynb", ["import os; os.getpid()"])
+    second_pid = run_cell(page, 0).strip()
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', { path: 'first.ipynb' })")
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.context?.path === 'first.ipynb'"
+        " && window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel?.status === 'idle'",
+        timeout=90_000,
+    )
+    first_pid = run_cell(page, 0).strip()
+    open_sidebar(page)
+    panel = page.locator("#jupyter-gpumem-panel")
+    kernel_label = panel.locator(".jp-GpuMem-kernel")
+    this_kernel = panel.locator("tr.jp-GpuMem-self td").first
+    expect(kernel_label).to_contain_text("first.ipynb")
+    expect(this_kernel).to_have_text(first_pid)
+
+    page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab:has-text("second.ipynb")').click()
+    expect(kernel_label).to_contain_text("second.ipynb")
+    expect(this_kernel).to_have_text(second_pid)
+
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', { path: 'first.ipynb' })")
+    expect(kernel_label).to_contain_text("first.ipynb")
+    page.evaluate("() => { void window.jupyterapp.commands.execute('application:close-all'); }")
+    for _ in range(2):  # both notebooks have unsaved outputs
+        page.locator(".jp-Dialog button:has-text('Discard')").click()
+    expect(kernel_label).to_have_text("Open a notebook to see its kernel’s GPU memory.")
+    expect(panel.locator(".jp-GpuMem-body")).to_be_hidden()
