@@ -35,10 +35,11 @@ def wait_for_saved_layout(lab: Lab, text: str) -> None:
 
 
 def rows(page: Page) -> list[list[str]]:
-    return [
-        row.locator("td").all_inner_texts()
-        for row in page.locator("#jupyter-gpumem-panel .jp-GpuMem-processes tbody tr").all()
-    ]
+    """The process table, read in one go (the panel rebuilds it on every sample)."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('#jupyter-gpumem-panel .jp-GpuMem-processes tbody tr')]
+             .map(row => [...row.querySelectorAll('td')].map(td => td.textContent))"""
+    )
 
 
 def last_point(page: Page, trace: int) -> float:
@@ -66,12 +67,19 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     expect(headline).to_have_text("3.1 of 20.0 GiB budget (15%)")
     expect(panel.locator(".jp-GpuMem-banner")).to_contain_text("SIMULATED GPU")
     expect(panel.locator(".jp-GpuMem-device")).to_have_text("GPU 0 · NVIDIA A100-SXM4-40GB · 16.1 GiB of 40.0 GiB used")
-    assert rows(page) == [
+    table = rows(page)
+    assert table == [
         ["31337", "python3", "", "12000 MiB", "N/A"],
-        [pid, "python (this kernel)", rows(page)[1][2], "3174 MiB", rows(page)[1][4]],
+        [pid, "python (this kernel)", table[1][2], "3174 MiB", table[1][4]],
         ["31338", "<img src=x onerror=alert(1)>", "", "1024 MiB", "N/A"],
     ]
     assert panel.locator("img").count() == 0 and dialogs == []  # the hostile name stayed text
+    panel.locator("th[data-key='pid']").click()  # sortable: PID, descending first, then ascending
+    expect(panel.locator("th[data-key='pid']")).to_have_attribute("aria-sort", "descending")
+    panel.locator("th[data-key='pid']").click()
+    expect(panel.locator("th[data-key='pid']")).to_have_attribute("aria-sort", "ascending")
+    pids = [r[0] for r in rows(page)]
+    assert pids == sorted(pids, key=int) and len(pids) == 3
     expect(panel.locator("tr.jp-GpuMem-self")).to_have_count(1)
     assert last_point(page, 0) == pytest.approx(3174 / 1024)
     assert last_point(page, 3) == pytest.approx(20.0)  # the budget line
