@@ -8,6 +8,7 @@ import sys
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from .control import controller
+from .explain import explain
 from .policy import PolicyError, parse
 from .report import render
 from .snapshot import take_snapshot
@@ -23,6 +24,9 @@ Usage:
                           in force, or recorded and waiting for the framework's import.
   %gpumem key=value ...   set this kernel's GPU memory policy (put it in the first cell). Settings
                           combine with earlier ones; a fraction and a limit replace each other.
+  %gpumem explain         why this kernel's memory differs from its budget right now, in its own
+                          numbers (memory outside the allocator, every visible GPU, N/A), and what
+                          to change
   %gpumem reset           forget a policy that has not been applied yet
   %gpumem --help          this text (also: %gpumem help, %gpumem -h)
 
@@ -75,6 +79,21 @@ class GpumemMagics(Magics):
             print(render(snapshot))
             if not snapshot.problem or controller().has_policy:
                 print("\n".join(controller().status_lines()))
+        elif command == "explain" and len(words) <= 1:
+            control = controller()
+            adapter = control.adapter()
+            snapshot = take_snapshot()
+            print(
+                "\n".join(
+                    explain(
+                        snapshot,
+                        control.current_plan(snapshot),
+                        applied=control.applied is not None,
+                        framework=adapter.name,
+                        started=adapter.imported() and adapter.initialised(),
+                    )
+                )
+            )
         elif command == "reset" and len(words) <= 1:
             print("\n".join(controller().reset()))
         elif all("=" in word for word in words):
@@ -84,7 +103,7 @@ class GpumemMagics(Magics):
                 _refuse(f"{error} Nothing was changed.")
         else:
             _refuse(
-                f"%gpumem does not know {' '.join(words)!r}. It accepts: status, reset, key=value settings, "
+                f"%gpumem does not know {' '.join(words)!r}. It accepts: status, explain, reset, key=value settings, "
                 "--help. Run %gpumem --help for details."
             )
 

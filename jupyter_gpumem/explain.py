@@ -1,0 +1,122 @@
+"""`%gpumem explain`: why this kernel's GPU memory differs from its budget right now, in its own
+numbers (story S1), and what to change."""
+
+from __future__ import annotations
+
+from .model import Device, Snapshot
+from .plan import GpuPlan, Plan
+from .units import format_bytes, format_percent
+
+
+def explain(snapshot: Snapshot, plan: Plan | None, applied: bool, framework: str, started: bool) -> list[str]:
+    """Lines for the user. ``applied``: the plan is in force in ``framework``; ``started``: its runtime
+    has started (its settings are fixed)."""
+    if snapshot.problem:
+        return [snapshot.problem]
+    if plan is None or (plan.policy.is_empty and not any(g.budget_bytes for g in plan.gpus)):
+        return [
+            f"No budget is set, so {framework} takes nearly all the memory of every GPU it can see when it "
+            "starts (and keeps it). To share the GPU: restart the kernel, then run for example "
+            f"%gpumem fraction=0.4 (or growth=on) before any {framework} code.",
+            *_per_gpu_usage(snapshot),
+        ]
+    budgets = {g.uuid: g for g in plan.gpus}
+    hidden = {d.uuid for d in plan.hidden}
+    lines = [f"Policy {plan.policy.describe()}: {_state(applied, started, framework)}"]
+    own_gpus = [d for d in snapshot.devices if any(p.is_self for p in d.processes)]
+    if not own_gpus:
+        lines.append(
+            "This kernel holds no GPU memory that the driver reports"
+            + (
+                " yet."
+                if snapshot.devices and all(d.processes_known for d in snapshot.devices)
+                else " (or the driver does not list processes here)."
+            )
+        )
+        if snapshot.devices and not any(p.is_self for d in snapshot.devices for p in d.processes):
+            lines.append(
+                "  In a container the driver reports host PIDs, which match no PID inside it; then this "
+                "kernel's own figure cannot be read (run the container with --pid=host)."
+            )
+    for device in own_gpus:
+        lines.extend(_explain_gpu(device, budgets.get(device.uuid or ""), device.uuid in hidden, plan, framework))
+    using = [d for d in own_gpus if d.uuid not in hidden]
+    if plan.policy.gpus is None and len(using) > 1:
+        lines.append(
+            f"The budget applies to every GPU this kernel can see, and {framework} takes memory on each of them: "
+            'tf.device("/gpu:1") places operations but does not stop memory being taken on the other GPUs. '
+            f"To use one GPU only: restart the kernel, then %gpumem {plan.policy.describe()} gpus=<index> first."
+        )
+    return lines
+
+
+def _state(applied: bool, started: bool, framework: str) -> str:
+    if applied:
+        return f"in force in {framework}."
+    if started:
+        return (
+            f"NOT in force: {framework} started before it could be applied. Restart the kernel and run %gpumem first."
+        )
+    return f"recorded; it applies when {framework} is imported."
+
+
+def _explain_gpu(device: Device, gpu: GpuPlan | None, hidden: bool, plan: Plan, framework: str) -> list[str]:
+    own = [p.used_bytes for p in device.processes if p.is_self]
+    head = f"GPU {device.index} {device.name or ''}:"
+    if None in own:
+        return [
+            f"{head} this kernel's memory is N/A: the driver cannot tell per-process memory on this GPU "
+            "(Windows WDDM, some MIG setups); it is unknown, not zero. The device as a whole shows "
+            f"{format_bytes(device.used_bytes)} used of {format_bytes(device.total_bytes)}."
+        ]
+    used = sum(b for b in own if b is not None)
+    if hidden:
+        return [
+            f"{head} this kernel holds {format_bytes(used)} on a GPU its policy hides: CUDA had already started "
+            "here before the policy, and CUDA_VISIBLE_DEVICES is read only when CUDA starts. Restart the kernel "
+            "and run %gpumem first."
+        ]
+    if gpu is None or gpu.budget_bytes is None:
+        return [f"{head} this kernel uses {format_bytes(used)}; no budget on this GPU."]
+    budget, limit = gpu.budget_bytes, gpu.allocator_limit_bytes or gpu.budget_bytes
+    share = format_percent(budget, gpu.total_bytes)
+    if used <= budget:
+        return [
+            f"{head} this kernel uses {format_bytes(used)} of its {format_bytes(budget)} budget "
+            f"({format_percent(used, budget)}); {share} of {format_bytes(gpu.total_bytes)} holds."
+        ]
+    over = used - budget
+    lines = [
+        f"{head} this kernel uses {format_bytes(used)}; its budget is {format_bytes(budget)} ({share} of "
+        f"{format_bytes(gpu.total_bytes)}): {format_bytes(over)} over."
+    ]
+    outside = used - limit
+    if not plan.policy.strict:
+        lines.append(
+            f"  strict=off caps only {framework}'s allocator pool at {format_bytes(limit)}. The CUDA context, the "
+            f"loaded modules and the cuDNN/cuBLAS handles and workspaces ({format_bytes(outside)} here) live outside "
+            f"that limit, so nvidia-smi shows more. Without strict=off, %gpumem gives the allocator the budget "
+            f"minus about {format_bytes(gpu.overhead_bytes)} for them."
+        )
+    else:
+        lines.append(
+            f"  {framework}'s allocator is capped at {format_bytes(limit)}; the other {format_bytes(outside)} are the "
+            f"CUDA context, loaded modules and cuDNN/cuBLAS handles, outside its limit. That is "
+            f"{format_bytes(outside - gpu.overhead_bytes)} more than the {format_bytes(gpu.overhead_bytes)} estimated "
+            "for them. Ask for a little less, or restart with CUDA_MODULE_LOADING=LAZY (set by %gpumem) if "
+            "something set it to EAGER."
+        )
+    return lines
+
+
+def _per_gpu_usage(snapshot: Snapshot) -> list[str]:
+    lines = []
+    for device in snapshot.devices:
+        own = [p.used_bytes for p in device.processes if p.is_self]
+        if own:
+            figure = "N/A" if None in own else format_bytes(sum(b for b in own if b is not None))
+            lines.append(
+                f"  GPU {device.index} {device.name or ''}: this kernel uses {figure} of "
+                f"{format_bytes(device.total_bytes)}."
+            )
+    return lines
