@@ -95,7 +95,7 @@ def main() -> None:
                 client,
                 "import time as _t, jupyter_gpumem.protocol as _p\n"
                 "_st = _s.stream(); _c0 = _t.thread_time()\n"
-                "for _ in range(200): _st._send(_st.take())\n"
+                "for _ in range(200): _st._deliver(_st.take())\n"
                 "print((_t.thread_time() - _c0) / 200 * 1000)",
             )
         )

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import atexit
 import logging
+import sys
 from typing import Any
 
 import comm
 
 from . import protocol
+from .alerts import Alerts
 from .control import Controller, controller
 from .sampler import Sample, Sampler
 from .snapshot import take_snapshot
@@ -27,7 +29,8 @@ class Stream:
     def __init__(self, control: Controller):
         self.control = control
         self.comm: Any = None
-        self.sampler = Sampler(self.take, self._send, keep=protocol.figures_only)
+        self.alerts = Alerts()
+        self.sampler = Sampler(self.take, self._deliver, keep=protocol.figures_only)
 
     def take(self) -> Sample:
         """One sample: NVML, the budget, and the framework's allocator figures if (and only if) its
@@ -63,10 +66,14 @@ class Stream:
         self.sampler.stop()
         self.comm = None  # the kernel is going away; its channels may already be closed
 
-    def _send(self, sample: Sample) -> None:
+    def _deliver(self, sample: Sample) -> None:
         channel = self.comm
         if channel is not None:
             channel.send(protocol.sample_message(sample))
+        warnings = self.alerts.check(sample)
+        if warnings:
+            # From this thread ipykernel shows it in the cell that is running (or ran last).
+            print("\n".join(warnings), file=sys.stderr, flush=True)
 
     def _on_msg(self, message: dict[str, Any]) -> None:
         try:

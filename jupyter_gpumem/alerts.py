@@ -1,0 +1,69 @@
+"""Warnings in the notebook when this kernel nears or passes its budget, or the GPU fills up: once per
+episode, not once per sample. An episode ends when the figure falls back below a lower mark."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .units import format_bytes, format_percent
+
+
+@dataclass(frozen=True)
+class Mark:
+    name: str
+    on: float  # the share at which the warning fires
+    off: float  # the share below which it may fire again
+
+
+NEAR_BUDGET = Mark("near budget", on=0.90, off=0.85)
+OVER_BUDGET = Mark("over budget", on=1.0, off=0.95)
+GPU_FULL = Mark("GPU full", on=0.95, off=0.90)
+
+
+class Alerts:
+    def __init__(self) -> None:
+        self._active: set[tuple[str, str]] = set()  # (mark, GPU uuid) whose episode is going on
+
+    def check(self, sample: dict[str, Any]) -> list[str]:
+        """The warnings this sample starts (an encoded sample: protocol.encode_sample)."""
+        lines = []
+        for gpu in sample["gpus"]:
+            own, budget = gpu["own_bytes"], gpu["budget_bytes"]
+            used, total = gpu["used_bytes"], gpu["total_bytes"]
+            where = f"GPU {gpu['index']} {gpu['name'] or ''}".rstrip()
+            if own is not None and budget:
+                share = own / budget
+                over = self._starts(OVER_BUDGET, gpu, share)
+                near = self._starts(NEAR_BUDGET, gpu, share)  # also when over: no "near" on the way back
+                if over:
+                    lines.append(
+                        f"jupyter-gpumem: this kernel uses {format_bytes(own)} on {where}, "
+                        f"{format_bytes(own - budget)} over its {format_bytes(budget)} budget. "
+                        "Run %gpumem explain to see why."
+                    )
+                elif near:
+                    lines.append(
+                        f"jupyter-gpumem: this kernel uses {format_bytes(own)} on {where}, "
+                        f"{format_percent(own, budget)} of its {format_bytes(budget)} budget."
+                    )
+            if used is not None and total:
+                others = used - (own or 0)
+                # Only when others share the GPU: this kernel's own growth has the budget warnings.
+                crowded = used / total if others >= 0.05 * total else 0.0
+                if self._starts(GPU_FULL, gpu, crowded):
+                    lines.append(
+                        f"jupyter-gpumem: {where} is {format_percent(used, total)} full "
+                        f"({format_bytes(used)} of {format_bytes(total)}); other processes hold "
+                        f"{format_bytes(others)}, so this kernel may run out of memory before its budget."
+                    )
+        return lines
+
+    def _starts(self, mark: Mark, gpu: dict[str, Any], share: float) -> bool:
+        key = (mark.name, gpu["uuid"] or str(gpu["index"]))
+        if share < mark.off:
+            self._active.discard(key)
+        if share >= mark.on and key not in self._active:
+            self._active.add(key)
+            return True
+        return False
