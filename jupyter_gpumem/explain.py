@@ -23,7 +23,7 @@ def explain(snapshot: Snapshot, plan: Plan | None, applied: bool, framework: str
     budgets = {g.uuid: g for g in plan.gpus}
     hidden = {d.uuid for d in plan.hidden}
     lines = [f"Policy {plan.policy.describe()}: {_state(applied, started, framework)}"]
-    own_gpus = [d for d in snapshot.devices if any(p.is_self for p in d.processes)]
+    own_gpus = [d for d in snapshot.devices if d.holds_self]
     if not own_gpus:
         lines.append(
             "This kernel holds no GPU memory that the driver reports"
@@ -33,7 +33,7 @@ def explain(snapshot: Snapshot, plan: Plan | None, applied: bool, framework: str
                 else " (or the driver does not list processes here)."
             )
         )
-        if snapshot.devices and not any(p.is_self for d in snapshot.devices for p in d.processes):
+        if snapshot.devices:
             lines.append(
                 "  In a container the driver reports host PIDs, which match no PID inside it; then this "
                 "kernel's own figure cannot be read (run the container with --pid=host)."
@@ -61,15 +61,14 @@ def _state(applied: bool, started: bool, framework: str) -> str:
 
 
 def _explain_gpu(device: Device, gpu: GpuPlan | None, hidden: bool, plan: Plan, framework: str) -> list[str]:
-    own = [p.used_bytes for p in device.processes if p.is_self]
+    used = device.own_bytes
     head = f"GPU {device.index} {device.name or ''}:"
-    if None in own:
+    if used is None:
         return [
             f"{head} this kernel's memory is N/A: the driver cannot tell per-process memory on this GPU "
             "(Windows WDDM, some MIG setups); it is unknown, not zero. The device as a whole shows "
             f"{format_bytes(device.used_bytes)} used of {format_bytes(device.total_bytes)}."
         ]
-    used = sum(b for b in own if b is not None)
     if hidden:
         return [
             f"{head} this kernel holds {format_bytes(used)} on a GPU its policy hides: CUDA had already started "
@@ -112,11 +111,9 @@ def _explain_gpu(device: Device, gpu: GpuPlan | None, hidden: bool, plan: Plan, 
 def _per_gpu_usage(snapshot: Snapshot) -> list[str]:
     lines = []
     for device in snapshot.devices:
-        own = [p.used_bytes for p in device.processes if p.is_self]
-        if own:
-            figure = "N/A" if None in own else format_bytes(sum(b for b in own if b is not None))
+        if device.holds_self:
             lines.append(
-                f"  GPU {device.index} {device.name or ''}: this kernel uses {figure} of "
+                f"  GPU {device.index} {device.name or ''}: this kernel uses {format_bytes(device.own_bytes)} of "
                 f"{format_bytes(device.total_bytes)}."
             )
     return lines

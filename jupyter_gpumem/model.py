@@ -56,6 +56,17 @@ class Device:
     processes_known: bool = True  # False when the driver refused the process query
     lost: bool = False  # NVML_ERROR_GPU_IS_LOST: fell off the bus, needs a reset
 
+    @property
+    def holds_self(self) -> bool:
+        """This kernel's process is on this GPU."""
+        return any(p.is_self for p in self.processes)
+
+    @property
+    def own_bytes(self) -> int | None:
+        """This kernel's memory on this GPU: 0 when it holds none, None when the driver cannot tell."""
+        own = [p.used_bytes for p in self.processes if p.is_self]
+        return None if None in own else sum(b or 0 for b in own)
+
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:

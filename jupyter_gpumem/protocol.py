@@ -58,7 +58,6 @@ def encode_sample(
 def _encode_device(
     device: Device, budgets: dict[str, int | None], hidden: bool, allocator: dict[str, tuple[int, int]]
 ) -> dict[str, Any]:
-    own = [p.used_bytes for p in device.processes if p.is_self]
     in_use, peak = allocator.get(device.uuid or "", (None, None))
     return {
         "index": device.index,
@@ -68,7 +67,7 @@ def _encode_device(
         "hidden": hidden,  # the policy keeps this kernel off it (gpus=)
         "total_bytes": device.total_bytes,
         "used_bytes": device.used_bytes,
-        "own_bytes": None if None in own else sum(p or 0 for p in own),
+        "own_bytes": device.own_bytes,
         "budget_bytes": budgets.get(device.uuid or ""),
         "framework_bytes": in_use,
         "framework_peak_bytes": peak,

@@ -10,7 +10,7 @@ const MARGIN = { l: 44, r: 8, t: 8, b: 24 };
 
 const GiB = 1024 ** 3;
 
-export interface IPlotly {
+interface IPlotly {
   react(
     root: HTMLElement,
     data: object[],
@@ -22,7 +22,7 @@ export interface IPlotly {
 
 let plotly: Promise<IPlotly> | null = null;
 
-export function loadPlotly(): Promise<IPlotly> {
+function loadPlotly(): Promise<IPlotly> {
   if (plotly === null) {
     plotly = import('plotly.js-basic-dist-min').then(
       module => ((module as { default?: unknown }).default ?? module) as IPlotly
@@ -83,8 +83,7 @@ export function pixelKey(
 }
 
 export class Chart {
-  private _drawn = false;
-  private _key = '';
+  private _key = ''; // what is drawn, to the pixel ('' : nothing yet)
 
   constructor(readonly node: HTMLElement) {}
 
@@ -194,11 +193,10 @@ export class Chart {
       displayModeBar: false,
       responsive: false
     });
-    this._drawn = true;
   }
 
   dispose(): void {
-    if (this._drawn && plotly !== null) {
+    if (this._key !== '' && plotly !== null) {
       void plotly.then(Plotly => Plotly.purge(this.node));
     }
   }
