@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from .budget import Reading, reading
 from .config import GpumemConfig
 from .frameworks import ADAPTERS, Adapter
-from .model import Snapshot
+from .model import Device, Snapshot
+from .overhead import Calibration, Overhead, estimate
 from .plan import Ceiling, Plan, make_plan
 from .policy import Policy, PolicyError
 from .snapshot import take_snapshot
@@ -92,6 +94,8 @@ class Controller:
         self.recorded = Policy()
         self.applied: Applied | None = None
         self.ceiling, self.problems = config.ceiling()
+        self.calibration = Calibration()
+        self._adapters: dict[str, Adapter] = {}
         self._hook: _AfterImport | None = None
         self._saved_env: dict[str, str | None] = {}
 
@@ -116,7 +120,7 @@ class Controller:
         if self.applied and policy == self.applied.plan.policy:
             return [f"jupyter-gpumem: {policy.describe()} is already in force; nothing to do."]
         adapter = self.adapter()
-        plan = make_plan(policy, take_snapshot(), adapter.overhead_bytes, self.ceiling)
+        plan = self._plan(policy, take_snapshot())
         if adapter.imported() and adapter.initialised():
             return self._too_late(adapter, policy)
         self.recorded = policy
@@ -134,7 +138,11 @@ class Controller:
                 "(CUDA_VISIBLE_DEVICES) holds for whatever starts CUDA next."
             )
         self._watch_import(adapter)
-        return [f"jupyter-gpumem: {policy.describe()} recorded ({source}). {when}", *_plan_lines(plan)]
+        return [
+            *self.cache_problem(),
+            f"jupyter-gpumem: {policy.describe()} recorded ({source}). {when}",
+            *_plan_lines(plan),
+        ]
 
     def reset(self) -> list[str]:
         if self.applied:
@@ -169,16 +177,50 @@ class Controller:
         if not self.has_policy:
             return None
         try:
-            return make_plan(self.recorded, snapshot, self.adapter().overhead_bytes, self.ceiling)
+            return self._plan(self.recorded, snapshot)
         except PolicyError:
             return None
 
-    def status_lines(self) -> list[str]:
+    def read(self, snapshot: Snapshot) -> Reading:
+        """This kernel's memory on every GPU against its plan. Where the framework has started and tells
+        its pool, the overhead outside the pool is measured (and remembered for the next kernel)."""
+        plan = self.current_plan(snapshot)
+        adapter = self.adapter()
+        imported = adapter.imported()
+        started = imported and adapter.initialised()
+        allocators = {}
+        if started:
+            if plan is not None and plan.cuda_visible_devices is not None:
+                uuids = [g.uuid for g in plan.gpus]  # what the framework sees, in its order
+            else:
+                uuids = [d.uuid or "" for d in snapshot.devices]
+            allocators = dict(zip(uuids, adapter.memory_in_use(), strict=False))
+            pools = {uuid: a.pool for uuid, a in allocators.items() if a.pool is not None}
+            self.calibration.observe(snapshot, pools, adapter.name, adapter.version())
+        framework = adapter.name if imported or plan is not None else None
+        return reading(
+            snapshot,
+            plan,
+            framework,
+            started=started,
+            in_force=self.applied is not None,
+            allocators=allocators,
+            measured=self.calibration.measured,
+        )
+
+    def cache_problem(self) -> list[str]:
+        """The overhead cache's one warning line, the first time it is asked for; then nothing."""
+        problem, self.calibration.problem = self.calibration.problem, None
+        return [problem] if problem else []
+
+    def status_lines(self, reading: Reading | None = None) -> list[str]:
+        """The policy and its plan; with a reading, how this kernel's memory splits against it now."""
+        now = _now_lines(reading) if reading else []
         if self.applied:
             applied = self.applied
             when = time.strftime("%H:%M:%S", time.localtime(applied.at))
             lines = [f"Policy: {applied.plan.policy.describe()}, in force in {applied.framework} since {when}."]
-            return [*lines, *_plan_lines(applied.plan)]
+            return [*self.cache_problem(), *lines, *_plan_lines(applied.plan), *now]
         if self.recorded.is_empty and self.ceiling != Ceiling():
             return [
                 f"Policy: none set; this server's ceiling ({self.ceiling.describe()}) is the budget, "
@@ -186,13 +228,32 @@ class Controller:
             ]
         if self.recorded.is_empty:
             return ["Policy: none set; a framework takes its defaults (TensorFlow: nearly all of every GPU)."]
-        return [f"Policy: {self.recorded.describe()}, recorded and waiting for the framework's import."]
+        return [
+            *self.cache_problem(),
+            f"Policy: {self.recorded.describe()}, recorded and waiting for the framework's import.",
+            *now,
+        ]
 
     # ------------------------------------------------------------------ internals
 
     def adapter(self) -> Adapter:
         # framework=auto: the one imported, else the one importable (TensorFlow is the only one so far).
-        return ADAPTERS["tensorflow"]()
+        name = "tensorflow"
+        if name not in self._adapters:
+            self._adapters[name] = ADAPTERS[name]()
+        return self._adapters[name]
+
+    def _plan(self, policy: Policy, snapshot: Snapshot) -> Plan:
+        """The plan for ``policy`` on this snapshot, setting aside on each GPU what an earlier kernel
+        measured there (same GPU model, driver and framework version), else the estimate."""
+        adapter = self.adapter()
+        version = adapter.version()
+
+        def overhead(device: Device) -> Overhead:
+            remembered = self.calibration.planned(device, snapshot.driver_version, adapter.name, version)
+            return remembered or estimate(device, adapter.name, adapter.library_bytes)
+
+        return make_plan(policy, snapshot, overhead, self.ceiling)
 
     def _set_environment(self, env: dict[str, str]) -> None:
         for key, value in env.items():
@@ -208,7 +269,7 @@ class Controller:
         self._hook = None
         adapter = self.adapter()
         try:
-            plan = make_plan(self.recorded, take_snapshot(), adapter.overhead_bytes, self.ceiling)
+            plan = self._plan(self.recorded, take_snapshot())
             print("\n".join(self._apply(adapter, plan)))
         except Exception as error:  # never break the user's import
             print(
@@ -221,6 +282,7 @@ class Controller:
         notes = adapter.apply(plan)
         self.applied = Applied(plan, adapter.name, time.time())
         return [
+            *self.cache_problem(),
             f"jupyter-gpumem: applied {plan.policy.describe()} to {adapter.name}.",
             *_plan_lines(plan),
             *notes,
@@ -250,7 +312,7 @@ def _plan_lines(plan: Plan) -> list[str]:
                 f"{head} budget {format_bytes(gpu.budget_bytes)} ({format_percent(gpu.budget_bytes, gpu.total_bytes)}"
                 f" of {format_bytes(gpu.total_bytes)}) as nvidia-smi counts it = allocator limit "
                 f"{format_bytes(gpu.allocator_limit_bytes)} + about {format_bytes(gpu.overhead_bytes)} "
-                "CUDA context and libraries (estimated)"
+                f"CUDA context and libraries ({gpu.overhead.describe()})"
                 + (", growing on demand up to the limit" if policy.growth else "")
             )
         else:
@@ -265,6 +327,27 @@ def _plan_lines(plan: Plan) -> list[str]:
         lines.append(
             f"  CPU threads: intra-op {policy.intra_threads or 'default'}, inter-op {policy.inter_threads or 'default'}"
         )
+    return lines
+
+
+def _now_lines(reading: Reading) -> list[str]:
+    lines = []
+    for device in reading.snapshot.devices:
+        split = reading.breakdowns.get(device.uuid or "")
+        if split is None or split.budget_bytes is None or split.own_bytes is None or not device.holds_self:
+            continue
+        line = (
+            f"  Now on GPU {device.index}: {format_bytes(split.own_bytes)} as nvidia-smi counts it, "
+            f"{format_percent(split.own_bytes, split.budget_bytes)} of the {format_bytes(split.budget_bytes)} budget"
+        )
+        if split.pool_known and split.pool_bytes is not None and split.overhead is not None:
+            line += (
+                f" = {reading.framework} pool {format_bytes(split.pool_bytes)} + "
+                f"{format_bytes(split.own_bytes - split.pool_bytes)} outside it ({split.overhead.describe()})"
+            )
+        if split.reason:
+            line += f"; {format_bytes(split.over_bytes)} over: {split.reason}. %gpumem explain says what to change"
+        lines.append(line + ".")
     return lines
 
 

@@ -3,14 +3,15 @@ numbers (story S1), and what to change."""
 
 from __future__ import annotations
 
+from .budget import Reading
 from .model import Device, Snapshot
 from .plan import GpuPlan, Plan
 from .units import format_bytes, format_percent
 
 
-def explain(snapshot: Snapshot, plan: Plan | None, applied: bool, framework: str, started: bool) -> list[str]:
-    """Lines for the user. ``applied``: the plan is in force in ``framework``; ``started``: its runtime
-    has started (its settings are fixed)."""
+def explain(reading: Reading, framework: str) -> list[str]:
+    """Lines for the user; ``framework`` names the one the policy is for."""
+    snapshot, plan, applied, started = reading.snapshot, reading.plan, reading.in_force, reading.started
     if snapshot.problem:
         return [snapshot.problem]
     if plan is None or (plan.policy.is_empty and not any(g.budget_bytes for g in plan.gpus)):
@@ -39,7 +40,8 @@ def explain(snapshot: Snapshot, plan: Plan | None, applied: bool, framework: str
                 "kernel's own figure cannot be read (run the container with --pid=host)."
             )
     for device in own_gpus:
-        lines.extend(_explain_gpu(device, budgets.get(device.uuid or ""), device.uuid in hidden, plan, framework))
+        gpu = budgets.get(device.uuid or "")
+        lines.extend(_explain_gpu(device, gpu, device.uuid in hidden, plan, framework, reading))
     using = [d for d in own_gpus if d.uuid not in hidden]
     if plan.policy.gpus is None and len(using) > 1:
         lines.append(
@@ -60,7 +62,9 @@ def _state(applied: bool, started: bool, framework: str) -> str:
     return f"recorded; it applies when {framework} is imported."
 
 
-def _explain_gpu(device: Device, gpu: GpuPlan | None, hidden: bool, plan: Plan, framework: str) -> list[str]:
+def _explain_gpu(
+    device: Device, gpu: GpuPlan | None, hidden: bool, plan: Plan, framework: str, reading: Reading
+) -> list[str]:
     used = device.own_bytes
     head = f"GPU {device.index} {device.name or ''}:"
     if used is None:
@@ -89,21 +93,35 @@ def _explain_gpu(device: Device, gpu: GpuPlan | None, hidden: bool, plan: Plan, 
         f"{head} this kernel uses {format_bytes(used)}; its budget is {format_bytes(budget)} ({share} of "
         f"{format_bytes(gpu.total_bytes)}): {format_bytes(over)} over."
     ]
-    outside = used - limit
+    split = reading.breakdowns.get(device.uuid or "")
+    pool = split.pool_bytes if split and split.pool_bytes is not None else limit
+    outside = used - pool
+    measured = split.overhead if split and split.overhead and split.overhead.source == "measured" else None
+    if measured:
+        lines.append(
+            f"  Measured: {framework}'s pool holds {format_bytes(pool)}; NVML counts {format_bytes(outside)} more "
+            "for this process."
+        )
+    aside = gpu.overhead
     if not plan.policy.strict:
         lines.append(
             f"  strict=off caps only {framework}'s allocator pool at {format_bytes(limit)}. The CUDA context, the "
             f"loaded modules and the cuDNN/cuBLAS handles and workspaces ({format_bytes(outside)} here) live outside "
             f"that limit, so nvidia-smi shows more. Without strict=off, %gpumem gives the allocator the budget "
-            f"minus about {format_bytes(gpu.overhead_bytes)} for them."
+            f"minus about {format_bytes(aside.bytes)} for them ({aside.describe()})."
         )
     else:
         lines.append(
             f"  {framework}'s allocator is capped at {format_bytes(limit)}; the other {format_bytes(outside)} are the "
             f"CUDA context, loaded modules and cuDNN/cuBLAS handles, outside its limit. That is "
-            f"{format_bytes(outside - gpu.overhead_bytes)} more than the {format_bytes(gpu.overhead_bytes)} estimated "
-            "for them. Ask for a little less, or restart with CUDA_MODULE_LOADING=LAZY (set by %gpumem) if "
-            "something set it to EAGER."
+            f"{format_bytes(outside - aside.bytes)} more than the {format_bytes(aside.bytes)} set aside for them "
+            f"({aside.describe()}). Ask for a little less, or restart with CUDA_MODULE_LOADING=LAZY (set by "
+            "%gpumem) if something set it to EAGER."
+        )
+    if measured:
+        lines.append(
+            f"  The next kernel with {framework} on this GPU model and driver sets aside the measured "
+            f"{format_bytes(measured.bytes)} by itself (remembered in the overhead cache)."
         )
     return lines
 

@@ -78,22 +78,10 @@ class GpumemMagics(Magics):
             snapshot = take_snapshot(cpu_window_s=STATUS_CPU_WINDOW_S)
             print(render(snapshot))
             if not snapshot.problem or controller().has_policy:
-                print("\n".join(controller().status_lines()))
+                print("\n".join(controller().status_lines(controller().read(snapshot))))
         elif command == "explain" and len(words) <= 1:
             control = controller()
-            adapter = control.adapter()
-            snapshot = take_snapshot()
-            print(
-                "\n".join(
-                    explain(
-                        snapshot,
-                        control.current_plan(snapshot),
-                        applied=control.applied is not None,
-                        framework=adapter.name,
-                        started=adapter.imported() and adapter.initialised(),
-                    )
-                )
-            )
+            print("\n".join(explain(control.read(take_snapshot()), control.adapter().name)))
         elif command == "reset" and len(words) <= 1:
             print("\n".join(controller().reset()))
         elif all("=" in word for word in words):

@@ -50,6 +50,7 @@ class Device:
     used_bytes: int | None = None
     free_bytes: int | None = None
     utilization_percent: int | None = None
+    compute_capability: tuple[int, int] | None = None  # CUDA's (major, minor): the GPU generation
     mig_enabled: bool | None = None  # None: MIG not supported on this GPU
     mig_devices: tuple[MigDevice, ...] = ()
     processes: tuple[GpuProcess, ...] = ()

@@ -158,6 +158,7 @@ def _read_device(index: int) -> tuple[Device, dict[int, tuple[int | None, Proces
         name = _optional(pynvml.nvmlDeviceGetName, handle)
         memory = _optional(pynvml.nvmlDeviceGetMemoryInfo, handle)
         util = _optional(pynvml.nvmlDeviceGetUtilizationRates, handle)
+        capability = _optional(pynvml.nvmlDeviceGetCudaComputeCapability, handle)
         mig_mode = _optional(pynvml.nvmlDeviceGetMigMode, handle)
         mig_enabled = None if mig_mode is None else mig_mode[0] == pynvml.NVML_DEVICE_MIG_ENABLE
         procs, answered = _process_table(handle)
@@ -178,6 +179,7 @@ def _read_device(index: int) -> tuple[Device, dict[int, tuple[int | None, Proces
         used_bytes=memory.used if memory else None,
         free_bytes=memory.free if memory else None,
         utilization_percent=util.gpu if util else None,
+        compute_capability=(capability[0], capability[1]) if capability else None,
         mig_enabled=mig_enabled,
         mig_devices=migs,
         processes_known=answered,

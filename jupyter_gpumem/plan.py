@@ -3,9 +3,11 @@ split into the framework's allocator limit and the CUDA context/library overhead
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .model import Device, Snapshot
+from .overhead import Overhead
 from .policy import Policy, PolicyError
 from .units import MiB, format_bytes
 
@@ -41,8 +43,12 @@ class GpuPlan:
     name: str
     total_bytes: int
     budget_bytes: int | None  # None: no cap asked for
-    overhead_bytes: int  # estimated CUDA context + libraries, outside the allocator's limit
+    overhead: Overhead  # CUDA context + libraries set aside, outside the allocator's limit
     allocator_limit_bytes: int | None  # what the framework's allocator is capped at
+
+    @property
+    def overhead_bytes(self) -> int:
+        return self.overhead.bytes
 
 
 @dataclass(frozen=True)
@@ -105,8 +111,11 @@ def _budget(policy: Policy, ceiling: Ceiling, device: Device, total: int) -> int
     return budget
 
 
-def make_plan(policy: Policy, snapshot: Snapshot, overhead_bytes: int, ceiling: Ceiling = Ceiling()) -> Plan:
-    """Raises PolicyError (a sentence) when the policy cannot hold on this machine's GPUs."""
+def make_plan(
+    policy: Policy, snapshot: Snapshot, overhead: Callable[[Device], Overhead], ceiling: Ceiling = Ceiling()
+) -> Plan:
+    """``overhead``: what to set aside on a GPU for the CUDA context and libraries. Raises PolicyError
+    (a sentence) when the policy cannot hold on this machine's GPUs."""
     if snapshot.problem:
         return Plan(policy, no_gpu=snapshot.problem)
     selected, hidden = _select(policy, snapshot.devices)
@@ -118,13 +127,14 @@ def make_plan(policy: Policy, snapshot: Snapshot, overhead_bytes: int, ceiling: 
                 "so no budget can be planned for it; leave it out with gpus=."
             )
         budget = _budget(policy, ceiling, device, device.total_bytes)
+        aside = overhead(device)
         limit = budget
         if budget is not None and policy.strict:
-            limit = budget - overhead_bytes
+            limit = budget - aside.bytes
             if limit < 64 * MiB:
                 raise PolicyError(
                     f"{policy.describe()} gives GPU {device.index} a budget of {format_bytes(budget)}, which leaves "
-                    f"nothing for tensors after about {format_bytes(overhead_bytes)} of CUDA context and libraries; "
+                    f"nothing for tensors after about {format_bytes(aside.bytes)} of CUDA context and libraries; "
                     "ask for more, or add strict=off for the allocator pool alone."
                 )
         gpus.append(
@@ -134,7 +144,7 @@ def make_plan(policy: Policy, snapshot: Snapshot, overhead_bytes: int, ceiling: 
                 name=device.name or "unknown GPU",
                 total_bytes=device.total_bytes,
                 budget_bytes=budget,
-                overhead_bytes=overhead_bytes,
+                overhead=aside,
                 allocator_limit_bytes=limit,
             )
         )

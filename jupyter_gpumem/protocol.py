@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._version import __version__
-from .model import Device, Snapshot
-from .plan import Plan
+from .budget import Reading
+from .model import Device
 
 PROTOCOL = 1
 TARGET = "jupyter_gpumem"  # the comm target the sidebar registers
@@ -27,38 +27,26 @@ class ProtocolError(ValueError):
     """A message that is not protocol 1; its text says what is wrong with it."""
 
 
-@dataclass(frozen=True)
-class Framework:
-    """What the sampler knows of the framework: its name, whether its runtime has started, and the
-    allocator's in-use and peak bytes per framework GPU (in the framework's order)."""
-
-    name: str
-    started: bool
-    memory: tuple[tuple[int, int], ...] = ()
-
-
-def encode_sample(
-    snapshot: Snapshot, plan: Plan | None, framework: Framework | None, framework_uuids: list[str]
-) -> dict[str, Any]:
-    """One sample as JSON-ready data. ``framework_uuids`` maps the framework's GPU i to an NVML UUID."""
-    budgets = {g.uuid: g.budget_bytes for g in plan.gpus} if plan else {}
+def encode_sample(reading: Reading) -> dict[str, Any]:
+    """One sample as JSON-ready data."""
+    snapshot, plan = reading.snapshot, reading.plan
     hidden = {d.uuid for d in plan.hidden} if plan else set()
-    allocator = dict(zip(framework_uuids, framework.memory, strict=False)) if framework else {}
     return {
         "t": round(snapshot.taken_at, 3),
         "problem": snapshot.problem,
         "simulated": snapshot.simulated_scenario,
         "policy": plan.policy.describe() if plan and not plan.policy.is_empty else None,
-        "framework": framework.name if framework else None,
-        "framework_started": bool(framework and framework.started),
-        "gpus": [_encode_device(d, budgets, d.uuid in hidden, allocator) for d in snapshot.devices],
+        "framework": reading.framework,
+        "framework_started": reading.started,
+        "gpus": [_encode_device(d, reading, d.uuid in hidden) for d in snapshot.devices],
     }
 
 
-def _encode_device(
-    device: Device, budgets: dict[str, int | None], hidden: bool, allocator: dict[str, tuple[int, int]]
-) -> dict[str, Any]:
-    in_use, peak = allocator.get(device.uuid or "", (None, None))
+def _encode_device(device: Device, reading: Reading, hidden: bool) -> dict[str, Any]:
+    uuid = device.uuid or ""
+    allocator = reading.allocators.get(uuid)
+    split = reading.breakdowns.get(uuid)
+    overhead = split.overhead if split else None
     return {
         "index": device.index,
         "uuid": device.uuid,
@@ -68,9 +56,14 @@ def _encode_device(
         "total_bytes": device.total_bytes,
         "used_bytes": device.used_bytes,
         "own_bytes": device.own_bytes,
-        "budget_bytes": budgets.get(device.uuid or ""),
-        "framework_bytes": in_use,
-        "framework_peak_bytes": peak,
+        "budget_bytes": split.budget_bytes if split else None,
+        "pool_bytes": split.pool_bytes if split else None,
+        "pool_known": bool(split and split.pool_known),
+        "overhead_bytes": overhead.bytes if overhead else None,
+        "overhead_source": overhead.source if overhead else None,
+        "over_reason": split.reason if split else None,
+        "framework_bytes": allocator.in_use if allocator else None,
+        "framework_peak_bytes": allocator.peak if allocator else None,
         "processes_known": device.processes_known,
         "processes": [
             {

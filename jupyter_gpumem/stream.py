@@ -34,21 +34,8 @@ class Stream:
 
     def take(self) -> Sample:
         """One sample: NVML, the budget, and the framework's allocator figures if (and only if) its
-        runtime has already started: the sampler must never be what starts it."""
-        snapshot = take_snapshot()
-        plan = self.control.current_plan(snapshot)
-        adapter = self.control.adapter()
-        framework = None
-        if adapter.imported():
-            started = adapter.initialised()
-            framework = protocol.Framework(adapter.name, started, adapter.memory_in_use() if started else ())
-        elif plan is not None:
-            framework = protocol.Framework(adapter.name, started=False)
-        if plan is not None and plan.cuda_visible_devices is not None:
-            uuids = [g.uuid for g in plan.gpus]  # what the framework sees, in its order
-        else:
-            uuids = [d.uuid or "" for d in snapshot.devices]
-        return protocol.encode_sample(snapshot, plan, framework, uuids)
+        runtime has already started: the sampler must never be what starts it (Controller.read)."""
+        return protocol.encode_sample(self.control.read(take_snapshot()))
 
     def connect(self, interval_s: float, history_s: float) -> None:
         settings = protocol.check_settings(interval_s, history_s)

@@ -155,6 +155,7 @@ def kernel_with(tmp_path: Path, standin_dir: Path) -> Iterator[Callable[..., Ker
         base = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_"))}
         base["LD_LIBRARY_PATH"] = ""
         base["TF_CPP_MIN_LOG_LEVEL"] = "3"  # keep TensorFlow's C++ start-up chatter out of the outputs
+        base["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # the overhead cache: shared by this test's kernels only
         kernel = Kernel({**standin.environment(library_dir or standin_dir, path, base=base), **(env or {})}, path)
         started.append(kernel)
         return kernel

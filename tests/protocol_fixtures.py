@@ -3,10 +3,13 @@ them into exactly the fixture files, which the TypeScript tests parse (tests/ts/
 
 from __future__ import annotations
 
+from jupyter_gpumem.budget import reading
+from jupyter_gpumem.frameworks.base import Allocator
 from jupyter_gpumem.model import Device, GpuProcess, Snapshot
+from jupyter_gpumem.overhead import Overhead
 from jupyter_gpumem.plan import make_plan
 from jupyter_gpumem.policy import parse
-from jupyter_gpumem.protocol import Framework, encode_sample
+from jupyter_gpumem.protocol import encode_sample
 from jupyter_gpumem.units import MiB
 
 OWN_PID = 4242
@@ -50,11 +53,33 @@ def s1_snapshot(taken_at: float = 1763740800.0, own_bytes: int = 3200 * MiB) -> 
     )
 
 
-def s1_sample(taken_at: float = 1763740800.0, own_bytes: int = 3200 * MiB) -> dict[str, object]:
+ESTIMATE = Overhead(400 * MiB, "estimated", "TensorFlow on Pascal (compute 6.1)")
+
+
+def s1_sample(taken_at: float = 1763740800.0, own_bytes: int = 4200 * MiB) -> dict[str, object]:
+    """Planned with 400 MiB set aside; TensorFlow's pool is its whole limit (growth off)."""
     snapshot = s1_snapshot(taken_at, own_bytes)
-    plan = make_plan(parse(["fraction=0.5", "gpus=1"]), snapshot, 450 * MiB)
-    framework = Framework("TensorFlow", started=True, memory=((own_bytes - 500 * MiB, own_bytes - 400 * MiB),))
-    return encode_sample(snapshot, plan, framework, [GPU_B])
+    plan = make_plan(parse(["fraction=0.5", "gpus=1"]), snapshot, lambda device: ESTIMATE)
+    pool = plan.gpus[0].allocator_limit_bytes
+    allocator = Allocator(own_bytes - 1200 * MiB, own_bytes - 1000 * MiB, pool)
+    measured = Overhead(own_bytes - (pool or 0), "measured", "NVML's figure minus TensorFlow's pool")
+    return encode_sample(
+        reading(
+            snapshot,
+            plan,
+            "TensorFlow",
+            started=True,
+            in_force=True,
+            allocators={GPU_B: allocator},
+            measured=lambda uuid: measured if uuid == GPU_B else None,
+        )
+    )
+
+
+def _no_plan(snapshot: Snapshot) -> dict[str, object]:
+    return encode_sample(
+        reading(snapshot, None, None, started=False, in_force=False, allocators={}, measured=lambda uuid: None)
+    )
 
 
 def lost_sample() -> dict[str, object]:
@@ -66,7 +91,7 @@ def lost_sample() -> dict[str, object]:
             Device(index=1, uuid=GPU_B, name="NVIDIA A10", lost=True),
         ),
     )
-    return encode_sample(snapshot, None, None, [])
+    return _no_plan(snapshot)
 
 
 def no_driver_sample() -> dict[str, object]:
@@ -75,4 +100,4 @@ def no_driver_sample() -> dict[str, object]:
         own_pid=OWN_PID,
         problem="No NVIDIA driver is loaded on this machine, so there is no GPU to show.",
     )
-    return encode_sample(snapshot, None, None, [])
+    return _no_plan(snapshot)

@@ -34,10 +34,10 @@ def test_s1_explain_names_216_mib_over_and_why(kernel_with):
 
 def test_with_strict_budget_explain_says_how_much_the_overhead_exceeded_the_estimate(kernel_with):
     out = explain_after(kernel_with, "%gpumem fraction=0.5")
-    # The allocator was given 5711 - 450 = 5261 MiB; 5927 - 5261 = 666 MiB lie outside it, 216 MiB more
-    # than the 450 MiB estimated.
-    assert "TensorFlow's allocator is capped at 5261 MiB; the other 666 MiB are the CUDA context" in out
-    assert "216 MiB more than the 450 MiB estimated" in out
+    # A GTX 1080 Ti is a Pascal GPU (compute 6.1): 400 MiB are set aside, so the allocator was given
+    # 5711 - 400 = 5311 MiB; 5927 - 5311 = 616 MiB lie outside it, 216 MiB more than set aside.
+    assert "TensorFlow's allocator is capped at 5311 MiB; the other 616 MiB are the CUDA context" in out
+    assert "216 MiB more than the 400 MiB set aside for them (estimated: TensorFlow on Pascal (compute 6.1))" in out
 
 
 def test_a_gpu_hidden_by_the_policy_but_used_is_explained(kernel_with):

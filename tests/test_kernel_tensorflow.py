@@ -12,7 +12,8 @@ THREADS = (
 )
 S1_GPU_B = (
     "GPU 1 NVIDIA GeForce GTX 1080: budget 4096 MiB (50% of 8192 MiB) as nvidia-smi counts it = "
-    "allocator limit 3646 MiB + about 450 MiB CUDA context and libraries (estimated)"
+    "allocator limit 3696 MiB + about 400 MiB CUDA context and libraries (estimated: TensorFlow on Pascal "
+    "(compute 6.1))"
 )
 
 

@@ -8,17 +8,18 @@ import pytest
 
 from jupyter_gpumem import nvml
 from jupyter_gpumem.host import HostProcesses
+from jupyter_gpumem.overhead import Overhead
 from jupyter_gpumem.plan import Ceiling, make_plan
 from jupyter_gpumem.policy import PolicyError, parse
 from jupyter_gpumem.units import MiB
 
-OVERHEAD = 450 * MiB
+OVERHEAD = Overhead(450 * MiB, "estimated", "a test figure")
 GPU_B = "GPU-b2b2b2b2-0000-4000-8000-000000000002"
 
 
 def plan_for(line: str, ceiling: Ceiling | None = None):
     snapshot = nvml.read(os.getpid(), HostProcesses().lookup)
-    return make_plan(parse(line.split()), snapshot, OVERHEAD, ceiling or Ceiling())
+    return make_plan(parse(line.split()), snapshot, lambda device: OVERHEAD, ceiling or Ceiling())
 
 
 def test_s1_half_of_gpu_1_and_nothing_of_gpu_0(scenario):
@@ -27,7 +28,7 @@ def test_s1_half_of_gpu_1_and_nothing_of_gpu_0(scenario):
     (gpu,) = plan.gpus
     assert (gpu.index, gpu.uuid, gpu.total_bytes) == (1, GPU_B, 8192 * MiB)
     assert gpu.budget_bytes == 4096 * MiB
-    assert gpu.allocator_limit_bytes == 4096 * MiB - OVERHEAD
+    assert gpu.allocator_limit_bytes == 4096 * MiB - OVERHEAD.bytes
     assert [d.index for d in plan.hidden] == [0]
     assert plan.cuda_visible_devices == GPU_B
 

@@ -28,8 +28,8 @@ def test_the_encoder_emits_the_sample_fixtures_exactly():
 
 def test_the_hello_fixture_replays_history_without_process_tables():
     history = [
-        protocol.figures_only(s1_sample(1763740798.0, 3000 * MiB)),
-        protocol.figures_only(s1_sample(1763740799.0, 3100 * MiB)),
+        protocol.figures_only(s1_sample(1763740798.0, 3900 * MiB)),
+        protocol.figures_only(s1_sample(1763740799.0, 4000 * MiB)),
     ]
     expected = fixture("hello.json")
     assert protocol.hello(1.0, 900.0, history) == {**expected, "package_version": protocol.__version__}
@@ -38,9 +38,19 @@ def test_the_hello_fixture_replays_history_without_process_tables():
 def test_the_s1_sample_says_budget_hidden_gpu_na_and_hostile_name_as_data():
     gpu0, gpu1 = fixture("sample.json")["sample"]["gpus"]
     assert gpu0["hidden"] and gpu0["budget_bytes"] is None
-    assert gpu1["budget_bytes"] == 4096 * MiB and gpu1["own_bytes"] == 3200 * MiB
+    assert gpu1["budget_bytes"] == 4096 * MiB and gpu1["own_bytes"] == 4200 * MiB
     assert [p["used_bytes"] for p in gpu1["processes"]][1] is None
     assert gpu1["processes"][2]["name"] == "<img src=x onerror=alert(1)>"
+
+
+def test_the_s1_sample_splits_the_budget_and_says_why_it_is_over():
+    gpu1 = fixture("sample.json")["sample"]["gpus"][1]
+    # 4096 MiB budget = 3696 MiB pool + 400 MiB set aside; the kernel holds 4200 MiB: 504 MiB outside the pool.
+    assert (gpu1["pool_bytes"], gpu1["pool_known"]) == (3696 * MiB, True)
+    assert (gpu1["overhead_bytes"], gpu1["overhead_source"]) == (504 * MiB, "measured")
+    assert gpu1["over_reason"] == (
+        "CUDA context + cuDNN/cuBLAS: 504 MiB outside TensorFlow's limit, 104 MiB more than the 400 MiB set aside"
+    )
 
 
 def test_the_configure_fixture_is_accepted():

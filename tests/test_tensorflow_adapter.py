@@ -5,15 +5,22 @@ from real stand-in NVML readings. The real tf.config is exercised in test_kernel
 from __future__ import annotations
 
 import os
+import sys
+import types
 from typing import Any
 
 import pytest
 
 from jupyter_gpumem import nvml
-from jupyter_gpumem.frameworks.tensorflow import OVERHEAD_BYTES, TensorFlow
+from jupyter_gpumem.frameworks.base import Allocator
+from jupyter_gpumem.frameworks.tensorflow import TensorFlow
 from jupyter_gpumem.host import HostProcesses
+from jupyter_gpumem.overhead import Overhead
 from jupyter_gpumem.plan import make_plan
 from jupyter_gpumem.policy import parse
+from jupyter_gpumem.units import MiB
+
+OVERHEAD = Overhead(450 * MiB, "estimated", "a test figure")
 
 
 class RecordingTfConfig:
@@ -61,7 +68,7 @@ def clean_growth_variable(monkeypatch):
 
 
 def apply(line: str, tf_sees: int) -> tuple[list[tuple[Any, ...]], list[str]]:
-    plan = make_plan(parse(line.split()), nvml.read(os.getpid(), HostProcesses().lookup), OVERHEAD_BYTES)
+    plan = make_plan(parse(line.split()), nvml.read(os.getpid(), HostProcesses().lookup), lambda device: OVERHEAD)
     config = RecordingTfConfig(tf_sees)
     notes = TensorFlow(config).apply(plan)
     return config.calls, notes
@@ -120,7 +127,7 @@ def test_tensorflow_without_gpus_says_the_plan_is_not_in_force(scenario):
 
 
 def test_variables_set_before_import():
-    plan = make_plan(parse(["gpus=none", "threads=1", "growth=off"]), _no_gpu_snapshot(), OVERHEAD_BYTES)
+    plan = make_plan(parse(["gpus=none", "threads=1", "growth=off"]), _no_gpu_snapshot(), lambda device: OVERHEAD)
     assert TensorFlow(RecordingTfConfig(0)).environment(plan) == {
         "CUDA_MODULE_LOADING": "LAZY",
         "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
@@ -135,3 +142,42 @@ def _no_gpu_snapshot():
     from jupyter_gpumem.model import Snapshot
 
     return Snapshot(taken_at=0.0, own_pid=os.getpid(), problem="no driver")
+
+
+class StartedTfConfig(RecordingTfConfig):
+    """TensorFlow after its first op on one GPU: settings (growth, limit in MiB) and allocator figures."""
+
+    def __init__(self, growth: bool | None, limit_mib: int | None, in_use: int, peak: int):
+        super().__init__(1)
+        self.settings = (growth, limit_mib)
+        self.stats = [(in_use, peak)]
+
+    def initialised(self) -> bool:
+        return True
+
+    def gpu_settings(self, gpu: Any) -> tuple[bool | None, int | None]:
+        return self.settings
+
+    def memory_info(self) -> list[tuple[int, int]]:
+        return self.stats
+
+
+@pytest.mark.parametrize(
+    ("growth", "limit_mib", "peak", "forced_growth", "pool"),
+    [
+        (False, 3696, 200, None, 3696 * MiB),  # growth off: the whole limit is taken at the first allocation
+        (None, 3696, 200, None, 3696 * MiB),
+        (False, 3696, 0, None, None),  # nothing allocated yet: nothing reserved yet
+        (True, None, 200, None, None),  # grows on demand: TensorFlow does not say how far
+        (False, 3696, 200, "true", None),  # TF_FORCE_GPU_ALLOW_GROWTH overrides the option
+        (False, None, 200, None, None),  # no limit: "nearly all", an amount TensorFlow does not report
+    ],
+)
+def test_the_pool_is_known_only_when_tensorflow_preallocated_its_limit(
+    monkeypatch, growth, limit_mib, peak, forced_growth, pool
+):
+    monkeypatch.setitem(sys.modules, "tensorflow", types.ModuleType("tensorflow"))  # imported, as far as it asks
+    if forced_growth:
+        monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", forced_growth)
+    adapter = TensorFlow(StartedTfConfig(growth, limit_mib, in_use=100, peak=peak))
+    assert adapter.memory_in_use() == (Allocator(100, peak, pool),)

@@ -2,23 +2,46 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import sys
 from abc import ABC, abstractmethod
+from typing import NamedTuple
 
 from ..plan import Plan
+
+
+class Allocator(NamedTuple):
+    """The framework's allocator on one GPU, in bytes."""
+
+    in_use: int  # by tensors now
+    peak: int  # by tensors at most so far
+    pool: int | None  # reserved from the GPU; None where the framework does not tell
 
 
 class Adapter(ABC):
     name: str  # for people: "TensorFlow"
     module: str  # for imports: "tensorflow"
-    overhead_bytes: int  # estimated CUDA context + libraries per GPU, outside the allocator's limit
+    distributions: tuple[str, ...]  # the packages that install the module, for its version before import
+    library_bytes: int  # its libraries' handles and workspaces per GPU, outside the allocator (estimate)
 
     def imported(self) -> bool:
         return self.module in sys.modules
 
     def importable(self) -> bool:
         return self.imported() or importlib.util.find_spec(self.module) is not None
+
+    def version(self) -> str | None:
+        """The installed version, without importing the framework."""
+        module = sys.modules.get(self.module)
+        if module is not None and getattr(module, "__version__", None):
+            return str(module.__version__)
+        for distribution in self.distributions:
+            try:
+                return importlib.metadata.version(distribution)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return None
 
     def environment(self, plan: Plan) -> dict[str, str]:
         """Variables to set before the framework is imported (it reads them at import or start-up)."""
@@ -41,6 +64,6 @@ class Adapter(ABC):
         """What the framework runs with now, read without initialising it."""
 
     @abstractmethod
-    def memory_in_use(self) -> tuple[tuple[int, int], ...]:
-        """The allocator's in-use and peak bytes per framework GPU, in the framework's order; empty until
-        the runtime has started. Must not start it (the sampler calls this every interval)."""
+    def memory_in_use(self) -> tuple[Allocator, ...]:
+        """The allocator per framework GPU, in the framework's order; empty until the runtime has
+        started. Must not start it (the sampler calls this every interval)."""

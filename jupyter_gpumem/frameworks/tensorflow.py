@@ -14,11 +14,11 @@ from typing import Any, Protocol
 
 from ..plan import Plan
 from ..units import MiB, format_bytes
-from .base import Adapter
+from .base import Adapter, Allocator
 
-# CUDA context + cuDNN/cuBLAS handles and workspaces per GPU with CUDA_MODULE_LOADING=LAZY
-# (DESIGN.md: 300-500 MiB lazy, more without). None of it is inside TensorFlow's memory_limit.
-OVERHEAD_BYTES = 450 * MiB
+# cuDNN/cuBLAS handles and workspaces TensorFlow creates with each GPU device, on top of the CUDA
+# context (overhead.py); none of it is inside its memory_limit.
+LIBRARY_BYTES = 150 * MiB
 
 
 class TfConfig(Protocol):
@@ -97,7 +97,8 @@ class RealTfConfig:
 class TensorFlow(Adapter):
     name = "TensorFlow"
     module = "tensorflow"
-    overhead_bytes = OVERHEAD_BYTES
+    distributions = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tf-nightly")
+    library_bytes = LIBRARY_BYTES
 
     def __init__(self, config: TfConfig | None = None):
         self.config: TfConfig = config or RealTfConfig()
@@ -157,10 +158,19 @@ class TensorFlow(Adapter):
                 self.config.set_memory_growth(target, plan.policy.growth)
         return []
 
-    def memory_in_use(self) -> tuple[tuple[int, int], ...]:
+    def memory_in_use(self) -> tuple[Allocator, ...]:
         if not (self.imported() and self.initialised()):
             return ()
-        return tuple(self.config.memory_info())
+        pools = [self._pool(gpu) for gpu in self.config.visible_gpus()]
+        return tuple(
+            # With growth off the allocator takes its whole memory_limit at its first allocation.
+            Allocator(in_use, peak, pool if peak else None)
+            for (in_use, peak), pool in zip(self.config.memory_info(), pools, strict=False)
+        )
+
+    def _pool(self, gpu: Any) -> int | None:
+        growth, limit = self.config.gpu_settings(gpu)
+        return limit * MiB if limit and not _grows(growth) else None  # without a limit it takes "nearly all"
 
     def in_force(self) -> list[str]:
         intra, inter = self.config.threads()
@@ -174,6 +184,10 @@ class TensorFlow(Adapter):
         for position, gpu in enumerate(gpus):
             growth, limit = self.config.gpu_settings(gpu)
             cap = f"memory_limit {format_bytes(limit * MiB)}" if limit else "no memory limit (takes nearly all)"
-            grows = os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH") == "true" or bool(growth)
-            lines.append(f"TensorFlow GPU:{position}: {cap}, growth {'on' if grows else 'off'}")
+            lines.append(f"TensorFlow GPU:{position}: {cap}, growth {'on' if _grows(growth) else 'off'}")
         return lines
+
+
+def _grows(growth: bool | None) -> bool:
+    """The allocator grows on demand: TF_FORCE_GPU_ALLOW_GROWTH (read when it is made) overrides the option."""
+    return os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH") == "true" or bool(growth)

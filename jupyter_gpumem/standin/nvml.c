@@ -54,9 +54,9 @@ typedef struct {
 } nvmlProcessInfo_t;
 
 /* Calls a scenario can make fail one by one: fail=utilization:not_supported,mig:no_permission */
-enum { CALL_NAME, CALL_UUID, CALL_MEMORY, CALL_UTILIZATION, CALL_MIG, CALL_COMPUTE, CALL_GRAPHICS, CALL_COUNT };
-static const char *call_names[CALL_COUNT] = {"name",      "uuid",    "memory",  "utilization",
-                                             "mig",       "compute", "graphics"};
+enum { CALL_NAME, CALL_UUID, CALL_MEMORY, CALL_UTILIZATION, CALL_MIG, CALL_COMPUTE, CALL_GRAPHICS, CALL_CC, CALL_COUNT };
+static const char *call_names[CALL_COUNT] = {"name", "uuid",    "memory",   "utilization",
+                                             "mig",  "compute", "graphics", "cc"};
 
 typedef struct device {
     int present;
@@ -67,6 +67,7 @@ typedef struct device {
     char uuid[MAX_TEXT];
     unsigned long long total, used;
     int util_gpu, util_mem;
+    int cc_major, cc_minor; /* CUDA compute capability; 0.0: not given (the call is NOT_SUPPORTED) */
     int mig_mode; /* -1: not supported */
     int lost;
     int fail[CALL_COUNT];
@@ -165,6 +166,7 @@ static void parse_device_key(device_t *dev, const char *key, char *value) {
     else if (strcmp(key, "used") == 0) dev->used = parse_bytes(value);
     else if (strcmp(key, "util") == 0) dev->util_gpu = atoi(value);
     else if (strcmp(key, "mem_util") == 0) dev->util_mem = atoi(value);
+    else if (strcmp(key, "cc") == 0) sscanf(value, "%d.%d", &dev->cc_major, &dev->cc_minor);
     else if (strcmp(key, "mig") == 0) dev->mig_mode = strcmp(value, "on") == 0 ? 1 : strcmp(value, "off") == 0 ? 0 : -1;
     else if (strcmp(key, "lost") == 0) dev->lost = atoi(value);
     else if (strcmp(key, "fail") == 0) parse_failures(dev, value);
@@ -416,6 +418,16 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(device_t *dev, nvmlMemory_t *memory)
     memory->total = dev->total;
     memory->used = dev->used;
     memory->free = dev->total > dev->used ? dev->total - dev->used : 0;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(device_t *dev, int *major, int *minor) {
+    nvmlReturn_t ret = enter(dev, CALL_CC);
+    if (ret != NVML_SUCCESS) return ret;
+    if (!major || !minor) return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (dev->cc_major == 0) return leave(NVML_ERROR_NOT_SUPPORTED);
+    *major = dev->cc_major;
+    *minor = dev->cc_minor;
     return leave(NVML_SUCCESS);
 }
 

@@ -73,7 +73,12 @@ export function pixelKey(
   pixelBytes: number,
   extra: string
 ): string {
-  const parts = [extra, Math.floor(s.t[s.t.length - 1] / bucketMs)];
+  const parts = [
+    extra,
+    Math.floor(s.t[s.t.length - 1] / bucketMs),
+    s.marks.length,
+    s.marks.length ? s.marks[s.marks.length - 1].t : 0
+  ];
   for (const field of FIELDS) {
     for (const v of s[field]) {
       parts.push(Number.isNaN(v) ? -1 : Math.round(v / pixelBytes));
@@ -169,7 +174,18 @@ export class Chart {
       }),
       trace('other processes', s.others, { line: line(colors.others) }),
       trace('budget', s.budget, { line: line(colors.budget, 'dash') }),
-      trace('device total', s.total, { line: line(colors.total, 'solid', 1) })
+      trace('device total', s.total, { line: line(colors.total, 'solid', 1) }),
+      {
+        type: 'scatter',
+        mode: 'markers',
+        name: 'over budget',
+        x: s.marks.map(m => m.t),
+        y: s.marks.map(m => m.ownBytes / GiB),
+        text: s.marks.map(m => m.reason),
+        hovertemplate: 'over budget: %{text}<extra></extra>',
+        marker: { symbol: 'triangle-up', size: 9, color: colors.budget },
+        showlegend: s.marks.length > 0
+      }
     ];
     const axis = {
       color: colors.text,

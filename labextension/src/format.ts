@@ -3,6 +3,8 @@
  * them; `null` is "N/A" (the driver cannot tell), never 0.
  */
 
+import { IGpu, OverheadSource } from './protocol';
+
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
 
@@ -71,4 +73,38 @@ export function headline(
       `budget (${Math.round(share * 100)}%)`,
     level: share > 1 ? 'error' : share >= WARN_AT ? 'warn' : 'ok'
   };
+}
+
+const SOURCE_WORDS: Record<OverheadSource, string> = {
+  estimated: 'estimated',
+  remembered: 'measured by an earlier kernel',
+  measured: 'measured'
+};
+
+/**
+ * How the budget splits: "TensorFlow pool 3.6 GiB + 504 MiB outside it (measured) = 4.1 GiB" once
+ * the framework reports its pool, else "TensorFlow limit 3.6 GiB + 400 MiB set aside for CUDA and
+ * libraries (estimated)". Null when there is no budget to split.
+ */
+export function breakdown(gpu: IGpu, framework: string): string | null {
+  if (
+    gpu.budgetBytes === null ||
+    gpu.poolBytes === null ||
+    gpu.overheadBytes === null ||
+    gpu.overheadSource === null
+  ) {
+    return null;
+  }
+  const source = SOURCE_WORDS[gpu.overheadSource];
+  if (gpu.poolKnown && gpu.ownBytes !== null) {
+    const outside = Math.max(0, gpu.ownBytes - gpu.poolBytes);
+    return (
+      `${framework} pool ${formatBytes(gpu.poolBytes)} + ${formatBytes(outside)} outside it ` +
+      `(${source}) = ${formatBytes(gpu.ownBytes)}`
+    );
+  }
+  return (
+    `${framework} limit ${formatBytes(gpu.poolBytes)} + ${formatBytes(gpu.overheadBytes)} ` +
+    `set aside for CUDA and libraries (${source})`
+  );
 }

@@ -14,6 +14,13 @@ export const FIELDS = [
 ] as const;
 export type Field = (typeof FIELDS)[number];
 
+/** The start of an over-budget episode (or a change of its reason), marked on the chart. */
+export interface IMark {
+  t: number;
+  ownBytes: number;
+  reason: string;
+}
+
 export interface ISeries {
   /** Milliseconds since the epoch. */
   t: number[];
@@ -23,10 +30,20 @@ export interface ISeries {
   others: number[];
   total: number[];
   budget: number[];
+  /** Over-budget moments, oldest first; a few per episode, never one per sample. */
+  marks: IMark[];
 }
 
 function emptySeries(): ISeries {
-  return { t: [], own: [], framework: [], others: [], total: [], budget: [] };
+  return {
+    t: [],
+    own: [],
+    framework: [],
+    others: [],
+    total: [],
+    budget: [],
+    marks: []
+  };
 }
 
 const value = (v: number | null): number => (v === null ? NaN : v);
@@ -39,6 +56,7 @@ export class History {
   /** The newest sample, with its process tables. */
   latest: ISample | null = null;
   private _series = new Map<string, ISeries>();
+  private _reasons = new Map<string, string | null>(); // per GPU: the last sample's over-budget reason
 
   constructor(private _capacity: number) {}
 
@@ -59,6 +77,7 @@ export class History {
 
   reset(samples: ISample[]): void {
     this._series.clear();
+    this._reasons.clear();
     this.latest = null;
     for (const sample of samples) {
       this.push(sample);
@@ -84,6 +103,11 @@ export class History {
       series.others.push(value(others));
       series.total.push(value(gpu.totalBytes));
       series.budget.push(value(gpu.budgetBytes));
+      const reason = own === null ? null : gpu.overReason;
+      if (reason !== null && reason !== this._reasons.get(key)) {
+        series.marks.push({ t, ownBytes: own!, reason });
+      }
+      this._reasons.set(key, reason);
       this._trim(series, Math.ceil(this._capacity / 8));
     }
   }
@@ -97,6 +121,8 @@ export class History {
       for (const field of FIELDS) {
         series[field].splice(0, excess);
       }
+      const first = series.t[0];
+      series.marks = series.marks.filter(m => m.t >= first);
     }
   }
 }
@@ -105,10 +131,11 @@ export class History {
  * One point per `bucketMs` of time: each bucket keeps its largest value (a memory peak must never
  * be smoothed away) at the time of its last sample. Buckets are aligned to multiples of `bucketMs`,
  * so a new sample changes only the last bucket and the chart can tell when nothing visible moved.
- * A bucket whose values are all NaN stays NaN, so gaps stay gaps.
+ * A bucket whose values are all NaN stays NaN, so gaps stay gaps. Over-budget marks are kept as they are.
  */
 export function decimate(series: ISeries, bucketMs: number): ISeries {
   const out = emptySeries();
+  out.marks = series.marks; // few already
   const n = series.t.length;
   let bucket = NaN;
   for (let i = 0; i < n; i++) {

@@ -10,7 +10,13 @@ import { Widget } from '@lumino/widgets';
 
 import { Channel, PIP_COMMAND } from './channel';
 import { Chart, IColors, themeColors } from './chart';
-import { formatBytes, formatMiB, formatPercent, headline } from './format';
+import {
+  breakdown,
+  formatBytes,
+  formatMiB,
+  formatPercent,
+  headline
+} from './format';
 import { gpuKey } from './history';
 import { IGpu, IProcess } from './protocol';
 
@@ -74,6 +80,8 @@ export class GpuMemPanel extends Widget {
     select: HTMLSelectElement;
     device: HTMLElement;
     headline: HTMLElement;
+    breakdown: HTMLElement;
+    reason: HTMLElement;
     policy: HTMLElement;
     head: HTMLTableRowElement;
     rows: HTMLTableSectionElement;
@@ -97,6 +105,8 @@ export class GpuMemPanel extends Widget {
     });
     const device = element('div', 'jp-GpuMem-device', body);
     const headlineNode = element('div', 'jp-GpuMem-headline', body);
+    const breakdownNode = element('div', 'jp-GpuMem-breakdown', body);
+    const reason = element('div', 'jp-GpuMem-reason', body);
     const policy = element('div', 'jp-GpuMem-policy', body);
     this._chart = new Chart(element('div', 'jp-GpuMem-chart', body));
     const table = element('table', 'jp-GpuMem-processes', body);
@@ -124,6 +134,8 @@ export class GpuMemPanel extends Widget {
       select,
       device,
       headline: headlineNode,
+      breakdown: breakdownNode,
+      reason,
       policy,
       head,
       rows
@@ -208,6 +220,13 @@ export class GpuMemPanel extends Widget {
       : headline(gpu.ownBytes, gpu.budgetBytes, framework);
     n.headline.textContent = head.text;
     n.headline.dataset.level = head.level;
+    n.breakdown.textContent = gpu.hidden
+      ? ''
+      : (breakdown(gpu, framework) ?? '');
+    n.breakdown.hidden = !n.breakdown.textContent;
+    n.reason.textContent =
+      gpu.overReason && !gpu.hidden ? `Over budget: ${gpu.overReason}` : '';
+    n.reason.hidden = !n.reason.textContent;
     n.policy.textContent = latest.policy
       ? `Policy: ${latest.policy} — ${framework} ${latest.frameworkStarted ? 'running' : 'not started yet'}`
       : '';

@@ -20,6 +20,13 @@ export interface IProcess {
   self: boolean;
 }
 
+export type OverheadSource = 'estimated' | 'remembered' | 'measured';
+const OVERHEAD_SOURCES: OverheadSource[] = [
+  'estimated',
+  'remembered',
+  'measured'
+];
+
 export interface IGpu {
   index: number;
   uuid: string | null;
@@ -32,6 +39,14 @@ export interface IGpu {
   /** This kernel's memory as nvidia-smi counts it; null when the driver cannot tell. */
   ownBytes: number | null;
   budgetBytes: number | null;
+  /** The framework's allocator pool: reserved from the GPU if `poolKnown`, else its planned limit. */
+  poolBytes: number | null;
+  poolKnown: boolean;
+  /** Memory outside the pool (CUDA context, libraries): measured, remembered or estimated. */
+  overheadBytes: number | null;
+  overheadSource: OverheadSource | null;
+  /** Why this kernel is over its budget on this GPU, when it is. */
+  overReason: string | null;
   frameworkBytes: number | null;
   frameworkPeakBytes: number | null;
   processesKnown: boolean;
@@ -122,6 +137,16 @@ function flag(value: unknown, where: string): boolean {
   return value;
 }
 
+function source(value: unknown, where: string): OverheadSource | null {
+  const name = text(value, where);
+  if (name !== null && !OVERHEAD_SOURCES.includes(name as OverheadSource)) {
+    throw new ProtocolError(
+      `${where} is not one of ${OVERHEAD_SOURCES.join(', ')}`
+    );
+  }
+  return name as OverheadSource | null;
+}
+
 function parseProcess(value: unknown, where: string): IProcess {
   const p = object(value, where);
   return {
@@ -146,6 +171,11 @@ function parseGpu(value: unknown, where: string): IGpu {
     usedBytes: bytes(g.used_bytes, `${where}.used_bytes`),
     ownBytes: bytes(g.own_bytes, `${where}.own_bytes`),
     budgetBytes: bytes(g.budget_bytes, `${where}.budget_bytes`),
+    poolBytes: bytes(g.pool_bytes, `${where}.pool_bytes`),
+    poolKnown: flag(g.pool_known, `${where}.pool_known`),
+    overheadBytes: bytes(g.overhead_bytes, `${where}.overhead_bytes`),
+    overheadSource: source(g.overhead_source, `${where}.overhead_source`),
+    overReason: text(g.over_reason, `${where}.over_reason`),
     frameworkBytes: bytes(g.framework_bytes, `${where}.framework_bytes`),
     frameworkPeakBytes: bytes(
       g.framework_peak_bytes,

@@ -2,11 +2,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
+  breakdown,
   formatBytes,
   formatMiB,
   formatPercent,
   headline
 } from '../../labextension/src/format';
+import { ISampleMessage, parseMessage } from '../../labextension/src/protocol';
+import { fixture } from './fixtures';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
@@ -53,4 +56,28 @@ test('without a budget the headline says who will take the memory', () => {
     /^N\/A; no budget set — PyTorch/
   );
   assert.match(headline(null, 4 * GiB, null).text, /^N\/A of 4\.0 GiB budget/);
+});
+
+test('the breakdown splits the budget into pool and what lies outside it', () => {
+  const [gpu0, gpu1] = (parseMessage(fixture('sample.json')) as ISampleMessage)
+    .sample.gpus;
+  assert.equal(
+    breakdown(gpu1, 'TensorFlow'),
+    'TensorFlow pool 3.6 GiB + 504 MiB outside it (measured) = 4.1 GiB'
+  );
+  const planned = {
+    ...gpu1,
+    poolKnown: false,
+    overheadBytes: 400 * MiB,
+    overheadSource: 'estimated' as const
+  };
+  assert.equal(
+    breakdown(planned, 'TensorFlow'),
+    'TensorFlow limit 3.6 GiB + 400 MiB set aside for CUDA and libraries (estimated)'
+  );
+  assert.equal(
+    breakdown({ ...planned, overheadSource: 'remembered' }, 'PyTorch'),
+    'PyTorch limit 3.6 GiB + 400 MiB set aside for CUDA and libraries (measured by an earlier kernel)'
+  );
+  assert.equal(breakdown(gpu0, 'TensorFlow'), null); // hidden: no budget
 });

@@ -31,11 +31,11 @@ test('history keeps one series per GPU: this kernel, others, budget, total', () 
   history.push(S1);
   const series = history.series(GPU_B)!;
   assert.deepEqual(series.t, [1763740800000]);
-  assert.deepEqual(series.own, [3200 * MiB]);
+  assert.deepEqual(series.own, [4200 * MiB]);
   assert.deepEqual(series.others, [(330 + 380) * MiB]);
   assert.deepEqual(series.budget, [4096 * MiB]);
   assert.deepEqual(series.total, [8192 * MiB]);
-  assert.deepEqual(series.framework, [2700 * MiB]);
+  assert.deepEqual(series.framework, [3000 * MiB]);
   assert.ok(Number.isNaN(history.series(S1.gpus[0].uuid!)!.budget[0]));
 });
 
@@ -51,6 +51,51 @@ test('history is bounded by its capacity and keeps the newest samples', () => {
   history.capacity = 10;
   assert.equal(history.series(GPU_B)!.t.length, 10);
   assert.equal(history.latest!.t, 999);
+});
+
+function over(t: number, reason: string | null): ISample {
+  const sample = at(t, 4200);
+  return {
+    ...sample,
+    gpus: sample.gpus.map(g =>
+      g.uuid === GPU_B ? { ...g, overReason: reason } : g
+    )
+  };
+}
+
+test('over-budget moments are marked once per episode, and again when the reason changes', () => {
+  const history = new History(100);
+  const reasons = [
+    null,
+    'context',
+    'context',
+    'context',
+    null,
+    'context',
+    'other'
+  ];
+  reasons.forEach((reason, t) => history.push(over(t, reason)));
+  assert.deepEqual(
+    history.series(GPU_B)!.marks.map(m => [m.t, m.reason, m.ownBytes]),
+    [
+      [1000, 'context', 4200 * MiB],
+      [5000, 'context', 4200 * MiB],
+      [6000, 'other', 4200 * MiB]
+    ]
+  );
+  assert.deepEqual(history.series(S1.gpus[0].uuid!)!.marks, []);
+});
+
+test('marks older than the kept history are dropped with it', () => {
+  const history = new History(8);
+  history.push(over(0, 'old'));
+  for (let t = 1; t < 40; t++) {
+    history.push(over(t, t === 39 ? 'new' : null));
+  }
+  assert.deepEqual(
+    history.series(GPU_B)!.marks.map(m => m.reason),
+    ['new']
+  );
 });
 
 test('an N/A figure is a gap (NaN), never 0', () => {

@@ -25,12 +25,21 @@ test('the S1 sample fixture parses with budget, hidden GPU, N/A and the hostile 
   assert.equal(gpu0.hidden, true);
   assert.equal(gpu0.budgetBytes, null);
   assert.equal(gpu1.budgetBytes, 4096 * MiB);
-  assert.equal(gpu1.ownBytes, 3200 * MiB);
-  assert.equal(gpu1.frameworkBytes, 2700 * MiB);
+  assert.equal(gpu1.ownBytes, 4200 * MiB);
+  assert.equal(gpu1.frameworkBytes, 3000 * MiB);
+  assert.equal(gpu1.poolBytes, 3696 * MiB);
+  assert.equal(gpu1.poolKnown, true);
+  assert.equal(gpu1.overheadBytes, 504 * MiB);
+  assert.equal(gpu1.overheadSource, 'measured');
+  assert.match(
+    gpu1.overReason!,
+    /^CUDA context \+ cuDNN\/cuBLAS: 504 MiB outside/
+  );
+  assert.equal(gpu0.overReason, null);
   assert.deepEqual(
     gpu1.processes!.map(p => [p.pid, p.usedBytes, p.self]),
     [
-      [4242, 3200 * MiB, true],
+      [4242, 4200 * MiB, true],
       [1204, null, false],
       [6200, 380 * MiB, false]
     ]
@@ -46,8 +55,8 @@ test('the hello fixture replays history that has no process tables', () => {
   assert.deepEqual(
     hello.history.map(s => [s.t, s.gpus[1].ownBytes, s.gpus[1].processes]),
     [
-      [1763740798, 3000 * MiB, null],
-      [1763740799, 3100 * MiB, null]
+      [1763740798, 3900 * MiB, null],
+      [1763740799, 4000 * MiB, null]
     ]
   );
 });
@@ -87,6 +96,10 @@ test('every malformed fixture is dropped with exactly one console warning', () =
   }
   assert.match(warnings.join('\n'), /protocol 2 is not 1/);
   assert.match(warnings.join('\n'), /gpus\[0\]\.used_bytes is not a number/);
+  assert.match(
+    warnings.join('\n'),
+    /gpus\[1\]\.overhead_source is not one of estimated, remembered, measured/
+  );
 });
 
 test('the configure message is the shared fixture', () => {
