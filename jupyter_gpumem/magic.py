@@ -21,7 +21,8 @@ Usage:
   %gpumem status          every GPU (name, UUID, total/used/free memory, utilisation) and every
                           process on it with its GPU memory and CPU%; this kernel is marked.
                           N/A means the driver cannot tell, which is not zero. Then the policy:
-                          in force, or recorded and waiting for the framework's import.
+                          in force, or recorded and waiting for the framework's import, and how
+                          this kernel's memory splits against the budget now.
   %gpumem key=value ...   set this kernel's GPU memory policy (put it in the first cell). Settings
                           combine with earlier ones; a fraction and a limit replace each other.
   %gpumem explain         why this kernel's memory differs from its budget right now, in its own
@@ -32,8 +33,9 @@ Usage:
 
 Settings:
   fraction=0.4            at most 40% of each selected GPU's memory as nvidia-smi counts it: the
-                          framework's allocator gets the budget minus an estimate of the CUDA
-                          context and libraries (shown), which live outside its limit.
+                          framework's allocator gets the budget minus the CUDA context and
+                          libraries, which live outside its limit (estimated per GPU generation, or
+                          what an earlier kernel measured on this GPU model; shown).
   limit=6GiB              the same as an absolute budget per GPU (GiB, MiB, GB or MB).
   growth=on|off           allocate on demand (with a fraction or limit: grow up to it).
   gpus=1 | gpus=0,2 | gpus=GPU-<uuid> | gpus=none

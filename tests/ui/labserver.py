@@ -117,6 +117,9 @@ def running_lab(base: Path, scenario_text: str) -> Iterator[Lab]:
     root.mkdir()
     scenario = base / "active.scenario"
     standin.write_scenario(scenario, scenario_text)
+    news = base / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    news.parent.mkdir(parents=True)
+    news.write_text('{"fetchNews": "false"}')  # no "get notified about news?" toast over the screenshots
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_"))}
     env.update(
         {
@@ -124,6 +127,7 @@ def running_lab(base: Path, scenario_text: str) -> Iterator[Lab]:
             "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
             "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
             "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+            "XDG_CACHE_HOME": str(base / "cache"),  # the overhead cache: none from earlier runs
         }
     )
     port = free_port()

@@ -65,6 +65,11 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     panel = page.locator("#jupyter-gpumem-panel")
     headline = panel.locator(".jp-GpuMem-headline")
     expect(headline).to_have_text("3.1 of 20.0 GiB budget (15%)")
+    # An A100 (compute 8.0) with TensorFlow: 500 MiB set aside for the CUDA context and libraries.
+    expect(panel.locator(".jp-GpuMem-breakdown")).to_have_text(
+        "TensorFlow limit 19.5 GiB + 500 MiB set aside for CUDA and libraries (estimated)"
+    )
+    expect(panel.locator(".jp-GpuMem-reason")).to_be_hidden()
     expect(panel.locator(".jp-GpuMem-banner")).to_contain_text("SIMULATED GPU")
     expect(panel.locator(".jp-GpuMem-device")).to_have_text("GPU 0 · NVIDIA A100-SXM4-40GB · 16.1 GiB of 40.0 GiB used")
     table = rows(page)
@@ -101,6 +106,18 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     lab.set_scenario(text.replace("used=3174MiB", "used=21504MiB").replace("used=16500MiB", "used=34830MiB"))
     expect(headline).to_have_text("21.0 of 20.0 GiB budget (105%)")
     expect(headline).to_have_attribute("data-level", "error")
+    # Why, in the panel and as a mark on the chart: 21504 MiB held, 19980 MiB for the allocator.
+    reason = (
+        "CUDA context + cuDNN/cuBLAS: 1524 MiB outside TensorFlow's limit, 1024 MiB more than the 500 MiB set aside"
+    )
+    expect(panel.locator(".jp-GpuMem-reason")).to_have_text(f"Over budget: {reason}")
+    page.wait_for_function(
+        "() => document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-chart').data[5].x.length === 1"
+    )
+    mark = page.evaluate("() => document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-chart').data[5]")
+    assert (mark["name"], mark["text"], mark["y"]) == ("over budget", [reason], [pytest.approx(21.0)])
+    ARTIFACTS.mkdir(exist_ok=True)
+    panel.screenshot(path=ARTIFACTS / "sidebar-over-budget.png")
 
     # Restart: the sidebar says so, then streams from the new kernel (which has no policy).
     lab.set_scenario(text)
@@ -118,7 +135,6 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     assert new_pid != pid
 
     # Light and dark screenshots (tests/artifacts/), colours re-read from the theme.
-    ARTIFACTS.mkdir(exist_ok=True)
     light = page.evaluate(
         "() => document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-chart')._fullLayout.paper_bgcolor"
     )
