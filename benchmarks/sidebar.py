@@ -35,7 +35,11 @@ from labserver import launch_chromium, open_notebook, open_sidebar, running_lab
 from playwright.sync_api import sync_playwright
 
 from jupyter_gpumem import protocol
+from jupyter_gpumem.budget import reading
 from jupyter_gpumem.model import Device, GpuProcess, Snapshot
+from jupyter_gpumem.overhead import estimate
+from jupyter_gpumem.plan import make_plan
+from jupyter_gpumem.policy import parse
 from jupyter_gpumem.units import MiB
 
 TARGET_RENDER_MS = 8.0
@@ -60,7 +64,11 @@ def sample(t: float, own_mib: int) -> dict:
         for i in range(7)
     ]
     device = Device(0, GPU, "NVIDIA A100-SXM4-40GB", 40960 * MiB, (own_mib + 9100) * MiB, processes=tuple(processes))
-    return protocol.encode_sample(Snapshot(t, 4242, (device,)), None, None, [])
+    snapshot = Snapshot(t, 4242, (device,))
+    plan = make_plan(parse(["fraction=0.5"]), snapshot, lambda d: estimate(d, "TensorFlow", 150 * MiB))
+    return protocol.encode_sample(
+        reading(snapshot, plan, "TensorFlow", started=False, in_force=False, allocators={}, measured=lambda u: None)
+    )
 
 
 def hello(count: int, start: float) -> dict:

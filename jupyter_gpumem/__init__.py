@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._version import __version__
+from .batched import batched
 from .model import Device, GpuProcess, MigDevice, Snapshot
 from .snapshot import take_snapshot
 
@@ -20,6 +21,7 @@ __all__ = [
     "MigDevice",
     "Snapshot",
     "__version__",
+    "batched",
     "load_ipython_extension",
     "take_snapshot",
     "unload_ipython_extension",
@@ -31,13 +33,16 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """`%load_ext jupyter_gpumem`: registers the `%gpumem` magic and applies configured defaults
-    (docs/configuration.md). Loading again changes nothing."""
+    """`%load_ext jupyter_gpumem`: registers the `%gpumem` magic and the out-of-memory advisor, and
+    applies configured defaults (docs/configuration.md). Loading again changes nothing."""
+    from .advisor import on_post_run_cell
     from .control import _controller, controller
     from .magic import GpumemMagics
 
     first = _controller is None
     ipython.register_magics(GpumemMagics)
+    if on_post_run_cell not in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.register("post_run_cell", on_post_run_cell)
     if first:
         lines = controller(ipython).load_defaults()
         if lines:
@@ -57,4 +62,8 @@ def _connect_sidebar(interval_s: float = 1.0, history_s: float = 900.0) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
+    from .advisor import on_post_run_cell
+
     ipython.magics_manager.magics["line"].pop("gpumem", None)
+    if on_post_run_cell in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.unregister("post_run_cell", on_post_run_cell)

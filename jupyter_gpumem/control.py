@@ -190,10 +190,7 @@ class Controller:
         started = imported and adapter.initialised()
         allocators = {}
         if started:
-            if plan is not None and plan.cuda_visible_devices is not None:
-                uuids = [g.uuid for g in plan.gpus]  # what the framework sees, in its order
-            else:
-                uuids = [d.uuid or "" for d in snapshot.devices]
+            uuids = _framework_uuids(plan, snapshot)
             allocators = dict(zip(uuids, adapter.memory_in_use(), strict=False))
             pools = {uuid: a.pool for uuid, a in allocators.items() if a.pool is not None}
             self.calibration.observe(snapshot, pools, adapter.name, adapter.version())
@@ -207,6 +204,15 @@ class Controller:
             allocators=allocators,
             measured=self.calibration.measured,
         )
+
+    def framework_uuids(self, reading: Reading) -> list[str]:
+        """The framework's GPUs by NVML uuid, in the framework's order (its GPU:i is the i-th)."""
+        return _framework_uuids(reading.plan, reading.snapshot)
+
+    @property
+    def growth(self) -> bool | None:
+        """The policy's growth setting (None: the framework's default)."""
+        return (self.applied.plan.policy if self.applied else self.recorded).growth
 
     def cache_problem(self) -> list[str]:
         """The overhead cache's one warning line, the first time it is asked for; then nothing."""
@@ -328,6 +334,12 @@ def _plan_lines(plan: Plan) -> list[str]:
             f"  CPU threads: intra-op {policy.intra_threads or 'default'}, inter-op {policy.inter_threads or 'default'}"
         )
     return lines
+
+
+def _framework_uuids(plan: Plan | None, snapshot: Snapshot) -> list[str]:
+    if plan is not None and plan.cuda_visible_devices is not None:
+        return [g.uuid for g in plan.gpus]  # CUDA_VISIBLE_DEVICES (or set_visible_devices): just these, in order
+    return [d.uuid or "" for d in snapshot.devices]
 
 
 def _now_lines(reading: Reading) -> list[str]:

@@ -1,0 +1,184 @@
+"""The out-of-memory parser on recorded TensorFlow messages, and the advisor in a real kernel on the S5
+stand-in scenario (story S5: a GT 730 with 979 MiB, 802 MiB in use)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jupyter_gpumem.advisor import friendly
+from jupyter_gpumem.oom import DTYPES, OutOfMemory, parse_tensorflow, recognise
+from jupyter_gpumem.units import MiB
+
+S5_BYTES = 10000 * 28 * 28 * 32 * 4  # 957 MiB
+
+TF1 = (
+    "OOM when allocating tensor with shape[10000,28,28,32] and type float on "
+    "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n"
+    '\t [[Node: conv2d_1/convolution = Conv2D[T=DT_FLOAT, data_format="NHWC", padding="VALID", '
+    'strides=[1, 1, 1, 1], use_cudnn_on_gpu=true, _device="/job:localhost/replica:0/task:0/device:GPU:0"]'
+    "(_arg_conv2d_1_input_0_0/_7, conv2d_1/kernel/read)]]\n"
+    "Hint: If you want to see a list of allocated tensors when OOM happens, add report_tensor_allocations_upon_oom "
+    "to RunOptions for current allocation info."
+)
+TF1_OLDEST = (
+    "OOM when allocating tensor of shape [10000,28,28,32] and type float\n"
+    "\t [[Node: conv2d_1/convolution = Conv2D[T=DT_FLOAT]]]"
+)
+TF2_GRAPH = (
+    "Graph execution error:\n\n"
+    "Detected at node 'sequential/conv2d/Relu' defined at (most recent call last):\n"
+    '    File "<frozen runpy>", line 198, in _run_module_as_main\n'
+    '    File "/usr/lib/python3/site-packages/keras/engine/training.py", line 1947, in test_step\n'
+    "      y_pred = self(x, training=False)\n"
+    "Node: 'sequential/conv2d/Relu'\n"
+    "OOM when allocating tensor with shape[10000,28,28,32] and type float on "
+    "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n"
+    "\t [[{{node sequential/conv2d/Relu}}]]\n"
+    "Hint: If you want to see a list of allocated tensors when OOM happens, add report_tensor_allocations_upon_oom "
+    "to RunOptions for current allocation info. This isn't available when running in Eager mode.\n"
+    " [Op:__inference_test_function_1234]"
+)
+TF2_EAGER = (
+    "{{function_node __wrapped__MatMul_device_/job:localhost/replica:0/task:0/device:GPU:1}} "
+    "OOM when allocating tensor with shape[50000,50000] and type half on "
+    "/job:localhost/replica:0/task:0/device:GPU:1 by allocator GPU_1_bfc [Op:MatMul] name: "
+)
+XLA = (
+    "Graph execution error:\n\nDetected at node StatefulPartitionedCall defined at (most recent call last):\n"
+    "Out of memory while trying to allocate 1003520000 bytes.\n"
+    "\t [[{{node StatefulPartitionedCall}}]] [Op:__inference_one_step_on_iterator_812]"
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (TF1, OutOfMemory("TensorFlow", "E", (10000, 28, 28, 32), "float", S5_BYTES, "GPU:0", "conv2d_1/convolution")),
+        (
+            TF1_OLDEST,
+            OutOfMemory("TensorFlow", "E", (10000, 28, 28, 32), "float", S5_BYTES, None, "conv2d_1/convolution"),
+        ),
+        (
+            TF2_GRAPH,
+            OutOfMemory(
+                "TensorFlow",
+                "E",
+                (10000, 28, 28, 32),
+                "float",
+                S5_BYTES,
+                "GPU:0",
+                "sequential/conv2d/Relu",
+                "__inference_test_function_1234",
+            ),
+        ),
+        (TF2_EAGER, OutOfMemory("TensorFlow", "E", (50000, 50000), "half", 50000 * 50000 * 2, "GPU:1", None, "MatMul")),
+        (
+            XLA,
+            OutOfMemory(
+                "TensorFlow",
+                "E",
+                bytes=S5_BYTES,
+                node="StatefulPartitionedCall",
+                op="__inference_one_step_on_iterator_812",
+            ),
+        ),
+        ("failed to allocate something, for reasons", OutOfMemory("TensorFlow", "E")),
+    ],
+    ids=["tf1", "tf1-oldest", "tf2-graph", "tf2-eager", "xla", "unknown"],
+)
+def test_every_known_message_form_is_read(message, expected):
+    assert parse_tensorflow(message, "E") == expected
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_every_dtype_tensorflow_names_gives_the_size(dtype):
+    report = parse_tensorflow(f"OOM when allocating tensor with shape[64,1024] and type {dtype} on /device:GPU:0 by")
+    assert report.dtype == dtype
+    per_element = DTYPES[dtype]
+    assert report.bytes == (None if per_element is None else int(64 * 1024 * per_element))
+
+
+def test_scalars_and_names_for_people():
+    report = parse_tensorflow("OOM when allocating tensor with shape[] and type double on /device:GPU:0 by allocator X")
+    assert (report.shape, report.bytes, report.dtype_name) == ((), 8, "float64 (double)")
+    assert parse_tensorflow(TF1).dtype_name == "float32 (float)"
+    assert parse_tensorflow(TF1).bytes // MiB == 957
+
+
+@pytest.mark.parametrize(
+    ("n", "friendly_n"), [(1849, 1800), (10000, 10000), (123, 120), (99, 99), (5, 5), (26_431, 26_000)]
+)
+def test_friendly_rounds_down_to_two_significant_digits(n, friendly_n):
+    assert friendly(n) == friendly_n
+
+
+def test_a_real_resource_exhausted_error_is_recognised_also_behind_another_exception():
+    import tensorflow as tf
+
+    oom = tf.errors.ResourceExhaustedError(None, None, TF1)
+    assert recognise(oom).shape == (10000, 28, 28, 32)
+    try:
+        try:
+            raise oom
+        except tf.errors.ResourceExhaustedError as error:
+            raise RuntimeError("evaluation failed") from error
+    except RuntimeError as wrapped:
+        assert recognise(wrapped).node == "conv2d_1/convolution"
+    assert recognise(ValueError("OOM when allocating tensor with shape[1] and type float")) is None
+    assert recognise(tf.errors.InvalidArgumentError(None, None, "bad shape")) is None
+
+
+# ---------------------------------------------------------------------- in a real kernel
+
+RAISE = "import tensorflow as tf\nraise tf.errors.ResourceExhaustedError(None, None, {message!r})"
+
+
+@pytest.mark.kernel
+def test_s5_the_advice_follows_the_traceback_with_the_users_numbers(kernel_with):
+    kernel = kernel_with("s5_small_card")
+    kernel.run("%load_ext jupyter_gpumem")
+    reply = kernel.run(RAISE.format(message=TF1))
+    assert reply.status == "error" and "ResourceExhaustedError" in reply.error  # the traceback is untouched
+    out = reply.stdout
+    assert out.startswith("jupyter-gpumem: TensorFlow ran out of GPU memory (ResourceExhaustedError).")
+    assert "The tensor that did not fit: shape [10000, 28, 28, 32], float32 (float), 957 MiB, on GPU:0." in out
+    assert "In node conv2d_1/convolution." in out
+    assert "GPU 0 GeForce GT 730: this kernel holds 802 MiB as nvidia-smi counts it" in out
+    assert "802 MiB used of 979 MiB" in out
+    assert "No budget set: 177 MiB of the GPU is free." in out
+    assert "Fix: a batch of at most ~1800 of 10000 fits in the 177 MiB free (98 KiB per sample in this tensor)" in out
+    assert "growth is off" in out
+    assert "other processes hold" not in out  # nobody else is on this card
+    assert kernel.run("print(__import__('jupyter_gpumem').advisor.last.batch_size)").stdout == "1800\n"
+
+
+@pytest.mark.kernel
+def test_within_a_budget_the_free_part_of_the_budget_is_what_counts(kernel_with):
+    kernel = kernel_with("s5_small_card")
+    kernel.run("%load_ext jupyter_gpumem\n%gpumem limit=900MiB strict=off")
+    out = kernel.run(RAISE.format(message=TF2_GRAPH)).stdout
+    assert "Budget: 900 MiB (92% of the GPU); 98 MiB of it is free." in out
+    assert "Fix: a batch of at most ~1000 of 10000 fits in the 98 MiB free" in out
+    assert "In node sequential/conv2d/Relu / op __inference_test_function_1234." in out
+    assert "the budget is too small for this tensor alone (900 MiB)" in out
+
+
+@pytest.mark.kernel
+def test_unrelated_errors_and_unknown_forms(kernel_with):
+    kernel = kernel_with("s5_small_card")
+    kernel.run("%load_ext jupyter_gpumem")
+    unrelated = kernel.run("raise ValueError('OOM when allocating tensor with shape[1] and type float')")
+    assert unrelated.status == "error" and unrelated.stdout == "" and unrelated.stderr == ""
+    unknown = kernel.run(RAISE.format(message="CUDA_ERROR_OUT_OF_MEMORY: out of memory")).stdout
+    assert "The message does not say which tensor did not fit." in unknown
+    assert "No budget set: 177 MiB of the GPU is free." in unknown
+    assert "Fix: run the work in smaller batches" in unknown
+
+
+@pytest.mark.kernel
+def test_without_a_driver_the_advice_still_names_the_tensor(kernel_with):
+    kernel = kernel_with("no_driver")
+    kernel.run("%load_ext jupyter_gpumem")
+    out = kernel.run(RAISE.format(message=TF2_EAGER)).stdout
+    assert "shape [50000, 50000], float16 (half), 4768 MiB, on GPU:1." in out
+    assert "GPU memory figures: not available" in out
