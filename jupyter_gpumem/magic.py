@@ -51,6 +51,9 @@ Examples:
   %gpumem threads=1 growth=on     # S2: many jobs on one GPU, about one CPU core each
   %gpumem limit=6GiB
 
+Out of memory? After a GPU out-of-memory error the cell shows what did not fit and the batch size that
+would; jupyter_gpumem.batched(model.evaluate, x, y) then runs it in batches for you.
+
 Too late? Once the framework has started (its first op), its settings are fixed: %gpumem says what is
 in force and changes nothing. Restart the kernel and run %gpumem first.
 

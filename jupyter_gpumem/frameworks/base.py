@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import sys
@@ -36,12 +37,7 @@ class Adapter(ABC):
         module = sys.modules.get(self.module)
         if module is not None and getattr(module, "__version__", None):
             return str(module.__version__)
-        for distribution in self.distributions:
-            try:
-                return importlib.metadata.version(distribution)
-            except importlib.metadata.PackageNotFoundError:
-                continue
-        return None
+        return _installed_version(self.distributions)
 
     def environment(self, plan: Plan) -> dict[str, str]:
         """Variables to set before the framework is imported (it reads them at import or start-up)."""
@@ -67,3 +63,14 @@ class Adapter(ABC):
     def memory_in_use(self) -> tuple[Allocator, ...]:
         """The allocator per framework GPU, in the framework's order; empty until the runtime has
         started. Must not start it (the sampler calls this every interval)."""
+
+
+@functools.cache
+def _installed_version(distributions: tuple[str, ...]) -> str | None:
+    """The first of these packages that is installed (looked up once: the sampler plans every interval)."""
+    for distribution in distributions:
+        try:
+            return importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
