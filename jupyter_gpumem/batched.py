@@ -194,10 +194,11 @@ class _Progress:
             f"batched: [{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{self.length} samples, "
             f"{batches} batch{'es' if batches != 1 else ''} of up to {size}"
         )
-        try:
-            from IPython.display import display
-        except ImportError:
-            return
+        from IPython.core.interactiveshell import InteractiveShell
+        from IPython.display import display
+
+        if not InteractiveShell.initialized():
+            return  # plain Python: no notebook to show it in
         plain = {"text/plain": text}
         if self.handle is None:
             self.handle = display(plain, raw=True, display_id=True)  # type: ignore[no-untyped-call]
