@@ -164,6 +164,16 @@ def _causes(
     return [f"  Also likely: {cause}." for cause in causes]
 
 
+def advise(report: OutOfMemory) -> Advice:
+    """The diagnosis of ``report`` with this kernel's figures now."""
+    from .control import controller
+    from .snapshot import take_snapshot
+
+    control = controller()
+    reading = control.read(take_snapshot())
+    return diagnose(report, reading, control.framework_uuids(reading), control.growth)
+
+
 def on_post_run_cell(result: Any) -> None:
     """IPython's post_run_cell handler: the diagnosis beneath a GPU out-of-memory traceback."""
     global last
@@ -172,13 +182,7 @@ def on_post_run_cell(result: Any) -> None:
         report = recognise(error) if error is not None else None
         if report is None:
             return
-        from .control import controller
-        from .snapshot import take_snapshot
-
-        control = controller()
-        reading = control.read(take_snapshot())
-        advice = diagnose(report, reading, control.framework_uuids(reading), control.growth)
-        last = advice
-        print("\n".join(advice.lines))
+        last = advise(report)
+        print("\n".join(last.lines))
     except Exception:  # the user's own error is what matters; ours goes to the log
         log.exception("jupyter-gpumem: the out-of-memory advisor failed")

@@ -111,12 +111,7 @@ def _after_oom(error: Exception, size: int) -> int | None:
     report = recognise(error)
     if report is None or size <= 1:
         return None
-    from .control import controller
-    from .snapshot import take_snapshot
-
-    control = controller()
-    reading = control.read(take_snapshot())
-    advice = advisor.diagnose(report, reading, control.framework_uuids(reading), control.growth)
+    advice = advisor.advise(report)
     fitted = advice.batch_size if advice.first_dim == size and advice.batch_size else size
     return max(1, min(fitted, size // 2))
 

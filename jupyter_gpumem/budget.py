@@ -61,27 +61,38 @@ def breakdown(
     ``pool``: bytes its allocator reported reserving here; ``measured``: this kernel's overhead here."""
     own = device.own_bytes
     budget = gpu.budget_bytes if gpu else None
-    limit = gpu.allocator_limit_bytes if gpu else None
-    pool_bytes = pool if pool is not None else limit
+    pool_bytes = pool if pool is not None else gpu.allocator_limit_bytes if gpu else None
     overhead = measured or (gpu.overhead if gpu else None)
-    result = Breakdown(budget, own, pool_bytes, pool is not None, overhead, None)
-    if own is None or budget is None or own <= budget:
-        return result
-    if hidden:
-        reason = "on a GPU its policy hides: CUDA started here before the policy"
-    elif started and not in_force:
-        reason = f"the policy is not in force: {framework} started before it"
-    elif pool_bytes is None:
-        reason = f"{framework} has no limit on this GPU"
-    else:
-        outside = own - pool_bytes
-        reason = f"CUDA context + cuDNN/cuBLAS: {format_bytes(outside)} outside {framework}'s limit"
-        if not strict:
-            reason += " (strict=off sets nothing aside for them)"
-        elif gpu is not None and outside > gpu.overhead_bytes:
-            aside = gpu.overhead_bytes
-            reason += f", {format_bytes(outside - aside)} more than the {format_bytes(aside)} set aside"
+    over = own is not None and budget is not None and own > budget
+    reason = _reason(own, pool_bytes, gpu, framework, strict, in_force, started, hidden) if over else None
     return Breakdown(budget, own, pool_bytes, pool is not None, overhead, reason)
+
+
+def _reason(
+    own: int | None,
+    pool: int | None,
+    gpu: GpuPlan | None,
+    framework: str,
+    strict: bool,
+    in_force: bool,
+    started: bool,
+    hidden: bool,
+) -> str:
+    """Why ``own`` is over the budget, as a phrase."""
+    if hidden:
+        return "on a GPU its policy hides: CUDA started here before the policy"
+    if started and not in_force:
+        return f"the policy is not in force: {framework} started before it"
+    if pool is None or own is None:
+        return f"{framework} has no limit on this GPU"
+    outside = own - pool
+    reason = f"CUDA context + cuDNN/cuBLAS: {format_bytes(outside)} outside {framework}'s limit"
+    if not strict:
+        return reason + " (strict=off sets nothing aside for them)"
+    if gpu is not None and outside > gpu.overhead_bytes:
+        aside = gpu.overhead_bytes
+        reason += f", {format_bytes(outside - aside)} more than the {format_bytes(aside)} set aside"
+    return reason
 
 
 def reading(
