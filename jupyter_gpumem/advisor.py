@@ -28,6 +28,12 @@ class Advice:
     first_dim: int | None  # the failing tensor's first dimension (the batch it was computed for)
 
 
+# The frameworks that take their pool when they start (unless growth=on), and how to free it.
+FREE_EARLIER = {
+    "TensorFlow": "del them and call tf.keras.backend.clear_session()",
+    "JAX": "del them (JAX frees an array's memory when its last reference goes)",
+}
+
 last: Advice | None = None  # the kernel's latest advice, for batched(batch_size=None)
 
 
@@ -155,11 +161,17 @@ def _causes(
             f"the budget is too small for this tensor alone ({format_bytes(budget)}): restart the kernel and ask "
             "for more with %gpumem, or use smaller batches"
         )
-    if growth is not True and framework == "TensorFlow":
+    if growth is not True and framework in FREE_EARLIER:
         causes.append(
-            "growth is off, so TensorFlow reserved its pool when it started and tensors from earlier cells "
-            "(models, results) still hold parts of it: del them and call tf.keras.backend.clear_session(), "
-            "or restart the kernel"
+            f"growth is off, so {framework} reserved its pool when it started and tensors from earlier cells "
+            f"(models, results) still hold parts of it: {FREE_EARLIER[framework]}, or restart the kernel"
+        )
+    unused = report.unused_pool
+    if unused and unused >= (report.bytes or 0) // 2:
+        causes.append(
+            f"PyTorch holds {format_bytes(unused)} reserved but unallocated, in pieces too small for this "
+            "request (fragmentation): torch.cuda.empty_cache() gives them back; %gpumem growth=on before CUDA "
+            "starts (expandable segments) avoids it"
         )
     return [f"  Also likely: {cause}." for cause in causes]
 

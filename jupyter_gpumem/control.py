@@ -16,13 +16,14 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
 from .budget import Reading, reading
 from .config import GpumemConfig
 from .frameworks import ADAPTERS, Adapter
+from .frameworks.base import Allocator
 from .model import Device, Snapshot
 from .overhead import Calibration, Overhead, estimate
 from .plan import Ceiling, Plan, make_plan
@@ -34,8 +35,12 @@ from .units import format_bytes, format_percent
 @dataclass(frozen=True)
 class Applied:
     plan: Plan
-    framework: str
+    adapters: tuple[Adapter, ...]  # the frameworks it is applied to
     at: float
+
+    @property
+    def framework(self) -> str:
+        return label(self.adapters)[0]
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -96,7 +101,7 @@ class Controller:
         self.ceiling, self.problems = config.ceiling()
         self.calibration = Calibration()
         self._adapters: dict[str, Adapter] = {}
-        self._hook: _AfterImport | None = None
+        self._hooks: dict[str, _AfterImport] = {}  # module -> its import hook
         self._saved_env: dict[str, str | None] = {}
 
     # ------------------------------------------------------------------ requests from the magic
@@ -119,25 +124,38 @@ class Controller:
         policy = self.recorded.then(asked)
         if self.applied and policy == self.applied.plan.policy:
             return [f"jupyter-gpumem: {policy.describe()} is already in force; nothing to do."]
-        adapter = self.adapter()
-        plan = self._plan(policy, take_snapshot())
-        if adapter.imported() and adapter.initialised():
-            return self._too_late(adapter, policy)
+        adapters = self.targets(policy)
+        together = all(a.imported() for a in adapters)  # several imported: they share the budget
+        plan = self._plan(policy, take_snapshot(), adapters if together else adapters[:1])
+        late = [reason for a in adapters if (reason := a.too_late(plan))]
+        if late:
+            return self._too_late(adapters, policy, late)
         self.recorded = policy
-        self._set_environment(adapter.environment(plan))
-        if adapter.imported():
-            return self._apply(adapter, plan)
-        if adapter.importable():
+        if together:
+            return self._apply(adapters, plan)
+        for adapter in adapters:
+            self._set_environment(adapter.environment(plan))
+            self._watch_import(adapter)
+        if len(adapters) > 1:
+            imports = ", ".join(f"`import {a.module}`" for a in adapters)
+            when = (
+                f"None of {label(adapters)[0]} is imported yet; the settings apply to whichever is imported, "
+                f"the moment its import completes ({imports})."
+            )
+        elif adapters[0].importable():
+            adapter = adapters[0]
             when = (
                 f"{adapter.name} is not imported yet; "
                 f"the settings apply the moment `import {adapter.module}` completes."
             )
         else:
+            missing = (
+                adapters[0].name if policy.framework != "auto" else "No supported framework (TensorFlow, PyTorch, JAX)"
+            )
             when = (
-                f"{adapter.name} is not installed in this kernel's environment; the GPU selection "
+                f"{missing} is not installed in this kernel's environment; the GPU selection "
                 "(CUDA_VISIBLE_DEVICES) holds for whatever starts CUDA next."
             )
-        self._watch_import(adapter)
         return [
             *self.cache_problem(),
             f"jupyter-gpumem: {policy.describe()} recorded ({source}). {when}",
@@ -154,9 +172,9 @@ class Controller:
             return ["jupyter-gpumem: no policy is recorded; nothing to forget."]
         forgotten = self.recorded.describe()
         self.recorded = Policy()
-        if self._hook:
-            self._hook.remove()
-            self._hook = None
+        for hook in self._hooks.values():
+            hook.remove()
+        self._hooks = {}
         for key, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -185,21 +203,26 @@ class Controller:
         """This kernel's memory on every GPU against its plan. Where the framework has started and tells
         its pool, the overhead outside the pool is measured (and remembered for the next kernel)."""
         plan = self.current_plan(snapshot)
-        adapter = self.adapter()
-        imported = adapter.imported()
-        started = imported and adapter.initialised()
-        allocators = {}
+        adapters = self.active()
+        imported = [a for a in adapters if a.imported()]
+        started = [a for a in imported if a.initialised()]
+        allocators: dict[str, Allocator] = {}
         if started:
             uuids = _framework_uuids(plan, snapshot)
-            allocators = dict(zip(uuids, adapter.memory_in_use(), strict=False))
+            for adapter in started:
+                for uuid, allocator in zip(uuids, adapter.memory_in_use(), strict=False):
+                    allocators[uuid] = _add(allocators.get(uuid), allocator)
             pools = {uuid: a.pool for uuid, a in allocators.items() if a.pool is not None}
-            self.calibration.observe(snapshot, pools, adapter.name, adapter.version())
-        framework = adapter.name if imported or plan is not None else None
+            self.calibration.observe(snapshot, pools, *label(started))
+        if imported or (plan is not None and len(adapters) == 1):
+            framework: str | None = label(imported or adapters)[0]
+        else:
+            framework = None  # nothing imported, and no policy, or several frameworks it may go to
         return reading(
             snapshot,
             plan,
             framework,
-            started=started,
+            started=bool(started),
             in_force=self.applied is not None,
             allocators=allocators,
             measured=self.calibration.measured,
@@ -233,7 +256,7 @@ class Controller:
                 "applied when the framework is imported."
             ]
         if self.recorded.is_empty:
-            return ["Policy: none set; a framework takes its defaults (TensorFlow: nearly all of every GPU)."]
+            return [f"Policy: none set, so {self.defaults()}."]
         return [
             *self.cache_problem(),
             f"Policy: {self.recorded.describe()}, recorded and waiting for the framework's import.",
@@ -242,22 +265,55 @@ class Controller:
 
     # ------------------------------------------------------------------ internals
 
-    def adapter(self) -> Adapter:
-        # framework=auto: the one imported, else the one importable (TensorFlow is the only one so far).
-        name = "tensorflow"
+    def targets(self, policy: Policy) -> list[Adapter]:
+        """The frameworks ``policy`` is for. framework=<name>: that one. auto: the supported frameworks
+        imported in this kernel, else those installed (each gets it when imported), else TensorFlow."""
+        if policy.framework != "auto":
+            return [self._adapter(policy.framework)]
+        every = [self._adapter(name) for name in ADAPTERS]
+        imported = [a for a in every if a.imported()]
+        if len(imported) > 1:
+            # One framework may import another (TensorFlow imports JAX when it is installed): count
+            # those the notebook refers to, or that have started.
+            imported = [a for a in imported if a.initialised() or _referenced(a.module)] or imported
+        return imported or [a for a in every if a.importable()] or every[:1]
+
+    def active(self) -> list[Adapter]:
+        """The frameworks the policy is applied to, else those it is for."""
+        return list(self.applied.adapters) if self.applied else self.targets(self.recorded)
+
+    def framework(self) -> str:
+        """The frameworks the policy is for, for people: "TensorFlow"; "TensorFlow and PyTorch" (both
+        imported); "TensorFlow, PyTorch or JAX" (installed: whichever is imported)."""
+        active = self.active()
+        name = label(active)[0]
+        return name if all(a.imported() for a in active) else name.replace(" and ", " or ")
+
+    def defaults(self) -> str:
+        """What the framework(s) take without a policy: "TensorFlow takes nearly all ..."."""
+        active = self.active()
+        if len(active) == 1:
+            return f"{active[0].name} {active[0].takes}"
+        return "each framework takes its default when it starts: " + "; ".join(f"{a.name} {a.takes}" for a in active)
+
+    def _adapter(self, name: str) -> Adapter:
         if name not in self._adapters:
             self._adapters[name] = ADAPTERS[name]()
         return self._adapters[name]
 
-    def _plan(self, policy: Policy, snapshot: Snapshot) -> Plan:
+    def _plan(self, policy: Policy, snapshot: Snapshot, adapters: list[Adapter] | None = None) -> Plan:
         """The plan for ``policy`` on this snapshot, setting aside on each GPU what an earlier kernel
-        measured there (same GPU model, driver and framework version), else the estimate."""
-        adapter = self.adapter()
-        version = adapter.version()
+        measured there (same GPU model, driver and framework versions), else the estimate: the CUDA
+        context once, and each framework's libraries."""
+        if adapters is None:
+            active = self.active()
+            adapters = active if all(a.imported() for a in active) else active[:1]
+        name, version = label(adapters)
+        library_bytes = sum(a.library_bytes for a in adapters)
 
         def overhead(device: Device) -> Overhead:
-            remembered = self.calibration.planned(device, snapshot.driver_version, adapter.name, version)
-            return remembered or estimate(device, adapter.name, adapter.library_bytes)
+            remembered = self.calibration.planned(device, snapshot.driver_version, name, version)
+            return remembered or estimate(device, name, library_bytes)
 
         return make_plan(policy, snapshot, overhead, self.ceiling)
 
@@ -267,16 +323,20 @@ class Controller:
             os.environ[key] = value
 
     def _watch_import(self, adapter: Adapter) -> None:
-        if self._hook is None:
-            self._hook = _AfterImport(adapter.module, self._on_import)
-            self._hook.install()
+        if adapter.module not in self._hooks:
+            self._hooks[adapter.module] = hook = _AfterImport(adapter.module, lambda: self._on_import(adapter))
+            hook.install()
 
-    def _on_import(self) -> None:
-        self._hook = None
-        adapter = self.adapter()
+    def _on_import(self, adapter: Adapter) -> None:
+        self._hooks.pop(adapter.module, None)
+        if any(_importing(self._adapter(name).module) for name in ADAPTERS if self._adapter(name) is not adapter):
+            return  # imported by another framework's import, not by the notebook; its environment is set
         try:
-            plan = self._plan(self.recorded, take_snapshot())
-            print("\n".join(self._apply(adapter, plan)))
+            if self.applied is None:
+                lines = self._apply([adapter], self._plan(self.recorded, take_snapshot(), [adapter]))
+            else:
+                lines = self._apply_too(adapter, self.applied)
+            print("\n".join(lines))
         except Exception as error:  # never break the user's import
             print(
                 f"jupyter-gpumem could not apply {self.recorded.describe()} to {adapter.name} "
@@ -284,22 +344,47 @@ class Controller:
                 file=sys.stderr,
             )
 
-    def _apply(self, adapter: Adapter, plan: Plan) -> list[str]:
-        notes = adapter.apply(plan)
-        self.applied = Applied(plan, adapter.name, time.time())
-        return [
+    def _apply(self, adapters: list[Adapter], plan: Plan) -> list[str]:
+        """Apply ``plan`` to each of ``adapters``: with several, they share each GPU's allocator limit."""
+        share = _shared(plan, len(adapters))
+        notes = []
+        for adapter in adapters:
+            self._set_environment(adapter.environment(share))
+            notes.extend(adapter.apply(share))
+        self.applied = Applied(plan, tuple(adapters), time.time())
+        lines = [
             *self.cache_problem(),
-            f"jupyter-gpumem: applied {plan.policy.describe()} to {adapter.name}.",
+            f"jupyter-gpumem: applied {plan.policy.describe()} to {self.applied.framework}.",
             *_plan_lines(plan),
+        ]
+        if len(adapters) > 1:
+            limits = [format_bytes(g.allocator_limit_bytes) for g in share.gpus if g.allocator_limit_bytes]
+            each = f" ({', '.join(limits)} each, per GPU)" if limits else ""
+            lines.append(
+                f"  {self.applied.framework} are all imported in this kernel, so the policy applies to each, "
+                f"and they share each GPU's allocator limit equally{each}."
+            )
+        return [*lines, *notes]
+
+    def _apply_too(self, adapter: Adapter, applied: Applied) -> list[str]:
+        """A second framework imported after the policy went to the first: it gets the same plan."""
+        self._set_environment(adapter.environment(applied.plan))
+        notes = adapter.apply(applied.plan)
+        earlier = applied.framework
+        self.applied = Applied(applied.plan, (*applied.adapters, adapter), applied.at)
+        return [
+            f"jupyter-gpumem: applied {applied.plan.policy.describe()} to {adapter.name} too. {earlier} already "
+            f"has this budget on the same GPUs, so together they may use up to {len(self.applied.adapters)} times "
+            "it. To share one budget, restart the kernel and import them all before running %gpumem.",
             *notes,
         ]
 
-    def _too_late(self, adapter: Adapter, policy: Policy) -> list[str]:
+    def _too_late(self, adapters: list[Adapter], policy: Policy, reasons: list[str]) -> list[str]:
+        name = label(adapters)[0]
         return [
-            f"Too late: {adapter.name} has already started in this kernel and fixes its GPU memory and thread "
-            f"settings when it starts, so {policy.describe()} cannot take effect. Nothing was changed.",
-            *("  In force: " + line for line in adapter.in_force()),
-            f"  To get it: restart the kernel, then run %gpumem {policy.describe()} before any {adapter.name} code.",
+            f"Too late: {'; '.join(reasons)}, so {policy.describe()} cannot take effect. Nothing was changed.",
+            *("  In force: " + line for a in adapters if a.imported() for line in a.in_force()),
+            f"  To get it: restart the kernel, then run %gpumem {policy.describe()} before any {name} code.",
         ]
 
 
@@ -334,6 +419,56 @@ def _plan_lines(plan: Plan) -> list[str]:
             f"  CPU threads: intra-op {policy.intra_threads or 'default'}, inter-op {policy.inter_threads or 'default'}"
         )
     return lines
+
+
+def label(adapters: list[Adapter] | tuple[Adapter, ...]) -> tuple[str, str | None]:
+    """The frameworks' names and versions, for people and for the overhead cache: ("TensorFlow",
+    "2.20.0"); ("TensorFlow and PyTorch", "2.20.0+2.13.0")."""
+    names = [a.name for a in adapters]
+    name = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    versions = [a.version() for a in adapters]
+    version = versions[0] if len(versions) == 1 else "+".join(v or "unknown" for v in versions)
+    return name, version
+
+
+def _importing(module: str) -> bool:
+    """The module's own code is running now (its import has not completed)."""
+    spec = getattr(sys.modules.get(module), "__spec__", None)
+    return bool(getattr(spec, "_initializing", False))
+
+
+def _referenced(module: str) -> bool:
+    """The notebook's namespace holds the module, one of its submodules, or something defined in it."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return True  # not in IPython: nothing to tell by
+    prefix = module + "."
+    for value in list(shell.user_ns.values()):
+        name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
+        if isinstance(name, str) and (name == module or name.startswith(prefix)):
+            return True
+    return False
+
+
+def _shared(plan: Plan, ways: int) -> Plan:
+    """``plan`` with each GPU's allocator limit split ``ways`` ways."""
+    if ways == 1:
+        return plan
+    gpus = tuple(
+        replace(g, allocator_limit_bytes=g.allocator_limit_bytes // ways if g.allocator_limit_bytes else None)
+        for g in plan.gpus
+    )
+    return replace(plan, gpus=gpus)
+
+
+def _add(total: Allocator | None, more: Allocator) -> Allocator:
+    """Two frameworks' allocators on one GPU, together."""
+    if total is None:
+        return more
+    pool = total.pool + more.pool if total.pool is not None and more.pool is not None else None
+    return Allocator(total.in_use + more.in_use, total.peak + more.peak, pool)
 
 
 def _framework_uuids(plan: Plan | None, snapshot: Snapshot) -> list[str]:

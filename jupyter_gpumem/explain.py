@@ -8,16 +8,23 @@ from .model import Device, Snapshot
 from .plan import GpuPlan, Plan
 from .units import format_bytes, format_percent
 
+# How each framework places work on one GPU, which users take for choosing the GPU.
+PLACING = {
+    "TensorFlow": 'tf.device("/gpu:1")',
+    "PyTorch": 'torch.device("cuda:1")',
+    "JAX": "jax.device_put(x, jax.devices()[1])",
+}
 
-def explain(reading: Reading, framework: str) -> list[str]:
-    """Lines for the user; ``framework`` names the one the policy is for."""
+
+def explain(reading: Reading, framework: str, defaults: str) -> list[str]:
+    """Lines for the user; ``framework`` names the one(s) the policy is for; ``defaults`` says what they
+    take without one ("TensorFlow takes nearly all ...")."""
     snapshot, plan, applied, started = reading.snapshot, reading.plan, reading.in_force, reading.started
     if snapshot.problem:
         return [snapshot.problem]
     if plan is None or (plan.policy.is_empty and not any(g.budget_bytes for g in plan.gpus)):
         return [
-            f"No budget is set, so {framework} takes nearly all the memory of every GPU it can see when it "
-            "starts (and keeps it). To share the GPU: restart the kernel, then run for example "
+            f"No budget is set, so {defaults}. To share the GPU: restart the kernel, then run for example "
             f"%gpumem fraction=0.4 (or growth=on) before any {framework} code.",
             *_per_gpu_usage(snapshot),
         ]
@@ -46,7 +53,8 @@ def explain(reading: Reading, framework: str) -> list[str]:
     if plan.policy.gpus is None and len(using) > 1:
         lines.append(
             f"The budget applies to every GPU this kernel can see, and {framework} takes memory on each of them: "
-            'tf.device("/gpu:1") places operations but does not stop memory being taken on the other GPUs. '
+            f"{PLACING.get(framework, 'choosing a device')} places operations but does not stop memory being taken "
+            "on the other GPUs. "
             f"To use one GPU only: restart the kernel, then %gpumem {plan.policy.describe()} gpus=<index> first."
         )
     return lines

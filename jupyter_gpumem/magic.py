@@ -38,13 +38,16 @@ Settings:
                           what an earlier kernel measured on this GPU model; shown).
   limit=6GiB              the same as an absolute budget per GPU (GiB, MiB, GB or MB).
   growth=on|off           allocate on demand (with a fraction or limit: grow up to it).
+                          TensorFlow and JAX: off takes the pool at start. PyTorch always
+                          allocates on demand: on turns on expandable segments.
   gpus=1 | gpus=0,2 | gpus=GPU-<uuid> | gpus=none
                           the only GPUs this kernel may touch; the others stay free of it.
-  threads=2               CPU threads for the framework (intra-op and inter-op); or
+  threads=2               CPU threads for TensorFlow and PyTorch (intra-op and inter-op); or
   intra=4 inter=1         each on its own.
-  framework=tensorflow|auto
-                          auto (default): the supported framework that is imported, else importable.
-  strict=off              TensorFlow's raw meaning: cap the allocator pool only.
+  framework=auto|tensorflow|pytorch|jax
+                          auto (default): the frameworks imported (several share the budget), else
+                          the one installed; with several installed, whichever is imported.
+  strict=off              the frameworks' raw meaning: cap the allocator pool only.
 
 Examples:
   %gpumem fraction=0.5 gpus=1     # S1: half of GPU 1 as nvidia-smi counts it, nothing of GPU 0
@@ -86,7 +89,7 @@ class GpumemMagics(Magics):
                 print("\n".join(controller().status_lines(controller().read(snapshot))))
         elif command == "explain" and len(words) <= 1:
             control = controller()
-            print("\n".join(explain(control.read(take_snapshot()), control.adapter().name)))
+            print("\n".join(explain(control.read(take_snapshot()), control.framework(), control.defaults())))
         elif command == "reset" and len(words) <= 1:
             print("\n".join(controller().reset()))
         elif all("=" in word for word in words):

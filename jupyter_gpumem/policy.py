@@ -10,7 +10,8 @@ from dataclasses import dataclass, fields, replace
 
 from .units import format_bytes, parse_bytes
 
-FRAMEWORKS = ("auto", "tensorflow")
+FRAMEWORKS = ("auto", "tensorflow", "pytorch", "jax")
+ALIASES = {"tf": "tensorflow", "torch": "pytorch"}
 
 
 class PolicyError(ValueError):
@@ -26,7 +27,7 @@ class Policy:
     intra_threads: int | None = None
     inter_threads: int | None = None
     framework: str = "auto"
-    strict: bool = True  # False: TensorFlow's raw meaning (the allocator pool only)
+    strict: bool = True  # False: the framework's raw meaning (the allocator pool only)
 
     @property
     def is_empty(self) -> bool:
@@ -81,7 +82,7 @@ ACCEPTED = {
     "threads": "threads=2 (a whole number of at least 1)",
     "intra": "intra=2 (a whole number of at least 1)",
     "inter": "inter=1 (a whole number of at least 1)",
-    "framework": "framework=tensorflow or framework=auto",
+    "framework": "framework=auto, tensorflow, pytorch or jax",
     "strict": "strict=on or strict=off",
 }
 
@@ -144,11 +145,10 @@ def parse_value(key: str, value: str) -> dict[str, object]:
     if key == "inter":
         return {"inter_threads": _count(key, value)}
     if key == "framework":
-        if value.lower() not in FRAMEWORKS:
-            raise PolicyError(
-                f"framework={value} is not supported yet; use {ACCEPTED[key]} (PyTorch and JAX are coming)."
-            )
-        return {"framework": value.lower()}
+        name = ALIASES.get(value.lower(), value.lower())
+        if name not in FRAMEWORKS:
+            raise PolicyError(f"framework={value} is not a framework jupyter-gpumem supports; use {ACCEPTED[key]}.")
+        return {"framework": name}
     known = ", ".join(ACCEPTED)
     raise PolicyError(f"{key}= is not a %gpumem setting; the settings are {known} (see %gpumem --help).")
 

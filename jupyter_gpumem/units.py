@@ -26,7 +26,7 @@ def format_percent(part: int | None, whole: int | None) -> str:
     return f"{100 * part / whole:.0f}%"
 
 
-_UNITS = {"gib": GiB, "mib": MiB, "gb": 10**9, "mb": 10**6}
+_UNITS = {"tib": 1 << 40, "gib": GiB, "mib": MiB, "kib": 1 << 10, "gb": 10**9, "mb": 10**6}
 
 
 def parse_bytes(text: str) -> int | None:

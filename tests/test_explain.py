@@ -18,8 +18,11 @@ def explain_after(kernel_with, *settings):
 
 
 def test_s1_explain_names_216_mib_over_and_why(kernel_with):
-    out = explain_after(kernel_with, "%gpumem fraction=0.5 strict=off")
-    assert "Policy fraction=0.5 strict=off: recorded; it applies when TensorFlow is imported." in out
+    # S1's user works in TensorFlow; PyTorch and JAX are installed here too.
+    out = explain_after(kernel_with, "%gpumem fraction=0.5 strict=off framework=tensorflow")
+    assert (
+        "Policy fraction=0.5 framework=tensorflow strict=off: recorded; it applies when TensorFlow is imported." in out
+    )
     assert (
         "GPU 0 NVIDIA GeForce GTX 1080 Ti: this kernel uses 5927 MiB; its budget is 5711 MiB "
         "(50% of 11422 MiB): 216 MiB over." in out
@@ -29,11 +32,11 @@ def test_s1_explain_names_216_mib_over_and_why(kernel_with):
     assert "GPU 1 NVIDIA GeForce GTX 1080: this kernel's memory is N/A" in out
     assert "it is unknown, not zero" in out
     assert 'tf.device("/gpu:1") places operations but does not stop memory being taken on the other GPUs' in out
-    assert "%gpumem fraction=0.5 strict=off gpus=<index>" in out
+    assert "%gpumem fraction=0.5 framework=tensorflow strict=off gpus=<index>" in out
 
 
 def test_with_strict_budget_explain_says_how_much_the_overhead_exceeded_the_estimate(kernel_with):
-    out = explain_after(kernel_with, "%gpumem fraction=0.5")
+    out = explain_after(kernel_with, "%gpumem fraction=0.5 framework=tensorflow")
     # A GTX 1080 Ti is a Pascal GPU (compute 6.1): 400 MiB are set aside, so the allocator was given
     # 5711 - 400 = 5311 MiB; 5927 - 5311 = 616 MiB lie outside it, 216 MiB more than set aside.
     assert "TensorFlow's allocator is capped at 5311 MiB; the other 616 MiB are the CUDA context" in out
@@ -48,7 +51,11 @@ def test_a_gpu_hidden_by_the_policy_but_used_is_explained(kernel_with):
 
 def test_without_a_policy_explain_says_the_framework_takes_everything(kernel_with):
     out = explain_after(kernel_with)
-    assert out.startswith("No budget is set, so TensorFlow takes nearly all the memory of every GPU")
+    assert out.startswith(
+        "No budget is set, so each framework takes its default when it starts: TensorFlow takes nearly all "
+        "the memory of every GPU it can see when it starts (and keeps it); PyTorch takes what its tensors need"
+    )
+    assert "JAX takes 75% of the memory of every GPU" in out
     assert "%gpumem fraction=0.4" in out
     assert "GPU 0 NVIDIA GeForce GTX 1080 Ti: this kernel uses 5927 MiB of 11422 MiB." in out
 

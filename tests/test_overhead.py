@@ -210,7 +210,7 @@ def test_the_next_kernel_plans_with_the_overhead_the_first_one_measured(kernel_w
     first.run("%load_ext jupyter_gpumem")
     planned = first.run("%gpumem fraction=0.5 gpus=0").stdout
     assert "allocator limit 5311 MiB + about 400 MiB CUDA context and libraries (estimated" in planned
-    version = first.run("print(__import__('jupyter_gpumem.control').control.controller().adapter().version())")
+    version = first.run("print(__import__('jupyter_gpumem.control').control.controller().active()[0].version())")
     measured = first.run(MEASURE.format(uuid=GPU, version=version.stdout.strip()))
     assert measured.stdout == "[616]\n", measured.stderr  # 5927 MiB held - 5311 MiB pool
     status = first.run("%gpumem status").stdout

@@ -52,7 +52,7 @@ def test_each_accepted_form(word, expected):
         (["threads=1.5"], "threads=1.5 is not a whole number"),
         (["gpus=first"], "gpus=first names no GPU in 'first'"),
         (["gpus=1,1"], "gpus=1,1 names a GPU twice"),
-        (["framework=pytorch"], "framework=pytorch is not supported yet"),
+        (["framework=mxnet"], "framework=mxnet is not a framework jupyter-gpumem supports"),
         (["colour=blue"], "colour= is not a %gpumem setting"),
         (["fraction"], "'fraction' is not key=value"),
         (["fraction="], "'fraction=' is not key=value"),

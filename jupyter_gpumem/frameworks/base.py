@@ -1,4 +1,4 @@
-"""What every framework adapter provides (TensorFlow now; PyTorch and JAX implement the same)."""
+"""What every framework adapter provides (TensorFlow, PyTorch and JAX implement the same)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ class Adapter(ABC):
     module: str  # for imports: "tensorflow"
     distributions: tuple[str, ...]  # the packages that install the module, for its version before import
     library_bytes: int  # its libraries' handles and workspaces per GPU, outside the allocator (estimate)
+    takes: str  # what it takes of a GPU without a policy, after its name: "takes nearly all ..."
 
     def imported(self) -> bool:
         return self.module in sys.modules
@@ -50,6 +51,12 @@ class Adapter(ABC):
     @abstractmethod
     def initialised(self) -> bool:
         """True once the framework's runtime has started: configuring it is too late. Must not start it."""
+
+    def too_late(self, plan: Plan) -> str | None:
+        """Why ``plan`` can no longer take effect (a phrase), or None while it can."""
+        if self.imported() and self.initialised():
+            return f"{self.name} has already started in this kernel and fixes its GPU memory and thread settings then"
+        return None
 
     @abstractmethod
     def apply(self, plan: Plan) -> list[str]:

@@ -99,6 +99,7 @@ class TensorFlow(Adapter):
     module = "tensorflow"
     distributions = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tf-nightly")
     library_bytes = LIBRARY_BYTES
+    takes = "takes nearly all the memory of every GPU it can see when it starts (and keeps it)"
 
     def __init__(self, config: TfConfig | None = None):
         self.config: TfConfig = config or RealTfConfig()

@@ -47,7 +47,7 @@ export function headline(
   framework: string | null
 ): IHeadline {
   if (budgetBytes === null) {
-    const who = framework ?? 'TensorFlow';
+    const who = framework ?? 'the framework';
     const own =
       ownBytes === null
         ? 'N/A'

@@ -1,0 +1,113 @@
+"""JAX: the only module that touches jax.
+
+JAX (XLA's GPU client) reads its memory settings from the environment when its backend starts, at the
+first operation or jax.devices(): XLA_PYTHON_CLIENT_PREALLOCATE (take the pool at start, the default),
+XLA_PYTHON_CLIENT_MEM_FRACTION (the pool's cap, a share of each GPU's total; 0.75 by default) and
+XLA_PYTHON_CLIENT_ALLOCATOR (only its BFC allocator keeps to the fraction). After that nothing changes
+them: the backend is the point of no return, as TensorFlow's runtime is.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Any
+
+from ..plan import Plan
+from ..units import MiB
+from .base import Adapter, Allocator
+
+# cuBLAS/cuDNN handles and XLA's autotuning workspaces per GPU, outside its allocator pool.
+LIBRARY_BYTES = 150 * MiB
+DEFAULT_FRACTION = 0.75
+
+
+class Jax(Adapter):
+    name = "JAX"
+    module = "jax"
+    distributions = ("jax",)
+    library_bytes = LIBRARY_BYTES
+    takes = "takes 75% of the memory of every GPU it can see when it starts (and keeps it)"
+
+    def environment(self, plan: Plan) -> dict[str, str]:
+        env = super().environment(plan)
+        policy = plan.policy
+        if policy.growth is not None:
+            env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false" if policy.growth else "true"
+        fraction = pool_fraction(plan)
+        if fraction is not None:
+            # jaxlib 0.7+ also reads XLA_CLIENT_MEM_FRACTION and refuses both at once: keep to the user's.
+            name = (
+                "XLA_CLIENT_MEM_FRACTION"
+                if "XLA_CLIENT_MEM_FRACTION" in os.environ
+                else "XLA_PYTHON_CLIENT_MEM_FRACTION"
+            )
+            env[name] = f"{fraction:.4f}"
+            env["XLA_PYTHON_CLIENT_ALLOCATOR"] = "bfc"  # the platform and async allocators ignore the fraction
+        return env
+
+    def initialised(self) -> bool:
+        bridge = sys.modules.get("jax._src.xla_bridge")
+        return bridge is not None and bool(bridge.backends_are_initialized())
+
+    def too_late(self, plan: Plan) -> str | None:
+        if self.imported() and self.initialised():
+            return (
+                "JAX's backend has started in this kernel (its first operation or jax.devices()), and it reads "
+                "its GPU memory settings (XLA_PYTHON_CLIENT_*) and which GPUs it may use only when it starts"
+            )
+        return None
+
+    def apply(self, plan: Plan) -> list[str]:
+        # The environment, set by the controller, is all JAX reads; its backend reads it when it starts.
+        notes = []
+        policy = plan.policy
+        if policy.intra_threads is not None or policy.inter_threads is not None:
+            notes.append("JAX has no setting for its CPU thread pools, so threads=/intra=/inter= do not apply to JAX.")
+        fractions = {_fraction(g.allocator_limit_bytes, g.total_bytes) for g in plan.gpus if g.allocator_limit_bytes}
+        if len(fractions) > 1:
+            notes.append(
+                f"JAX takes one memory fraction for every GPU: {min(fractions):.4f}, the smallest, so that each GPU "
+                "stays inside its budget (the larger GPUs keep some of theirs unused)."
+            )
+        return notes
+
+    def memory_in_use(self) -> tuple[Allocator, ...]:
+        if not (self.imported() and self.initialised()):
+            return ()
+        return tuple(_allocator(device.memory_stats() or {}) for device in _gpus())
+
+    def in_force(self) -> list[str]:
+        version = sys.modules["jax"].__version__
+        fraction = os.environ.get("XLA_CLIENT_MEM_FRACTION") or os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
+        preallocate = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true").lower() not in ("false", "0")
+        allocator = os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default (bfc)")
+        lines = [
+            f"JAX {version}: memory fraction {fraction or f'{DEFAULT_FRACTION} (default)'}, "
+            f"preallocate {'on' if preallocate else 'off'}, allocator {allocator} (as read at its start)"
+        ]
+        if self.initialised():
+            gpus = _gpus()
+            lines.append(f"JAX uses {len(gpus)} GPU(s)." if gpus else "JAX uses no GPU.")
+        return lines
+
+
+def pool_fraction(plan: Plan) -> float | None:
+    """The one fraction JAX takes for every GPU: each GPU's allocator limit (its budget minus the CUDA
+    context and libraries) over its total, the smallest, so that the whole process stays inside every budget."""
+    fractions = [_fraction(g.allocator_limit_bytes, g.total_bytes) for g in plan.gpus if g.allocator_limit_bytes]
+    return min(fractions) if fractions else None
+
+
+def _fraction(limit: int, total: int) -> float:
+    return math.floor(limit / total * 10_000) / 10_000  # rounded down: never above the limit
+
+
+def _gpus() -> list[Any]:
+    return [d for d in sys.modules["jax"].devices() if d.platform in ("gpu", "cuda")]
+
+
+def _allocator(stats: dict[str, int]) -> Allocator:
+    pool = stats.get("pool_bytes")  # the BFC allocator's pool: its whole limit once preallocated
+    return Allocator(int(stats.get("bytes_in_use", 0)), int(stats.get("peak_bytes_in_use", 0)), pool)

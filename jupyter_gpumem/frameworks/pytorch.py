@@ -1,0 +1,191 @@
+"""PyTorch: the only module that touches torch.
+
+PyTorch never preallocates: its caching allocator takes memory as tensors need it and keeps what they
+free for reuse. So a budget is a cap, torch.cuda.set_per_process_memory_fraction per GPU, set the moment
+CUDA starts in PyTorch (or at once when it has started: unlike TensorFlow and JAX, PyTorch takes a new
+fraction at any time). What is fixed when CUDA starts is which GPUs it sees (CUDA_VISIBLE_DEVICES).
+
+All torch calls go through TorchConfig: the translation from a plan to calls is tested against a
+recording TorchConfig, and the real one (RealTorchConfig) runs on the CPU build for everything a CPU
+build can do (threads, the initialisation check, stats that must not start CUDA).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..plan import Plan
+from ..units import MiB, format_bytes
+from .base import Adapter, Allocator
+
+# cuBLAS/cuDNN handles and workspaces PyTorch creates per GPU on first use, outside its allocator.
+LIBRARY_BYTES = 100 * MiB
+
+
+class TorchConfig(Protocol):
+    def version(self) -> str: ...
+    def initialised(self) -> bool: ...
+    def on_cuda_start(self, call: Callable[[], None]) -> None: ...  # now, if CUDA has started
+    def device_count(self) -> int: ...
+    def device(self, index: int) -> tuple[str, int]: ...  # NVML-style uuid, total bytes; CUDA has started
+    def set_fraction(self, fraction: float, index: int) -> None: ...
+    def fraction(self, index: int) -> float: ...  # CUDA has started
+    def allocator_settings(self) -> str: ...
+    def set_allocator_settings(self, settings: str) -> None: ...
+    def set_threads(self, intra: int | None, inter: int | None) -> None: ...
+    def threads(self) -> tuple[int, int]: ...
+    def memory(self, index: int) -> tuple[int, int, int]: ...  # allocated, max allocated, reserved
+
+
+class RealTorchConfig:
+    """torch itself. Nothing here starts CUDA unless it has started already."""
+
+    @property
+    def _torch(self) -> Any:
+        return sys.modules["torch"]
+
+    def version(self) -> str:
+        return str(self._torch.__version__)
+
+    def initialised(self) -> bool:
+        return bool(self._torch.cuda.is_initialized())
+
+    def on_cuda_start(self, call: Callable[[], None]) -> None:
+        # The queue torch.cuda itself uses for calls made before CUDA starts (manual_seed does the same).
+        self._torch.cuda._lazy_call(call)
+
+    def device_count(self) -> int:
+        return int(self._torch.cuda.device_count())  # NVML or the runtime's count: does not start CUDA
+
+    def device(self, index: int) -> tuple[str, int]:
+        properties = self._torch.cuda.get_device_properties(index)
+        return f"GPU-{properties.uuid}", int(properties.total_memory)
+
+    def set_fraction(self, fraction: float, index: int) -> None:
+        self._torch.cuda.set_per_process_memory_fraction(fraction, index)
+
+    def fraction(self, index: int) -> float:
+        return float(self._torch.cuda.get_per_process_memory_fraction(index))
+
+    def allocator_settings(self) -> str:
+        return str(self._torch._C._accelerator_getAllocatorSettings())
+
+    def set_allocator_settings(self, settings: str) -> None:
+        self._torch._C._accelerator_setAllocatorSettings(settings)
+
+    def set_threads(self, intra: int | None, inter: int | None) -> None:
+        if intra is not None:
+            self._torch.set_num_threads(intra)
+        if inter is not None:
+            self._torch.set_num_interop_threads(inter)  # RuntimeError once inter-op work has started
+
+    def threads(self) -> tuple[int, int]:
+        return self._torch.get_num_threads(), self._torch.get_num_interop_threads()
+
+    def memory(self, index: int) -> tuple[int, int, int]:
+        cuda = self._torch.cuda
+        return cuda.memory_allocated(index), cuda.max_memory_allocated(index), cuda.memory_reserved(index)
+
+
+class PyTorch(Adapter):
+    name = "PyTorch"
+    module = "torch"
+    distributions = ("torch",)
+    library_bytes = LIBRARY_BYTES
+    takes = "takes what its tensors need on every GPU it uses, without a cap, and keeps what they free cached"
+
+    def __init__(self, config: TorchConfig | None = None):
+        self.config: TorchConfig = config or RealTorchConfig()
+        self.problems: list[str] = []  # what went wrong when CUDA started, for in_force
+
+    def environment(self, plan: Plan) -> dict[str, str]:
+        env = super().environment(plan)
+        if plan.policy.growth is not None:
+            name = _settings_variable()
+            env[name] = _with_expandable(os.environ.get(name, ""), plan.policy.growth)
+        return env
+
+    def initialised(self) -> bool:
+        return self.config.initialised()
+
+    def too_late(self, plan: Plan) -> str | None:
+        if plan.policy.gpus is not None and self.imported() and self.initialised():
+            return (
+                "CUDA has started in PyTorch (torch.cuda.is_initialized()), and CUDA reads which GPUs it may "
+                "use (CUDA_VISIBLE_DEVICES) only when it starts, so gpus= cannot take effect"
+            )
+        return None
+
+    def apply(self, plan: Plan) -> list[str]:
+        policy = plan.policy
+        notes = []
+        if policy.growth is not None:
+            # PYTORCH_CUDA_ALLOC_CONF is read when the allocator is first used; this also holds after that.
+            self.config.set_allocator_settings(f"expandable_segments:{policy.growth}")
+        if policy.intra_threads is not None or policy.inter_threads is not None:
+            try:
+                self.config.set_threads(policy.intra_threads, policy.inter_threads)
+            except RuntimeError:
+                self.config.set_threads(policy.intra_threads, None)
+                notes.append(
+                    f"PyTorch keeps {self.config.threads()[1]} inter-op threads: it fixes them once parallel work "
+                    f"has started. To get inter={policy.inter_threads}, restart the kernel and run %gpumem first."
+                )
+        limits = [g.allocator_limit_bytes for g in plan.gpus]
+        if any(limit is not None for limit in limits):
+            by_uuid = {g.uuid: g.allocator_limit_bytes for g in plan.gpus}
+            self.config.on_cuda_start(lambda: self._set_fractions(by_uuid, limits))
+        return notes
+
+    def _set_fractions(self, by_uuid: dict[str, int | None], in_order: list[int | None]) -> None:
+        """At CUDA start: each GPU's fraction of its total, found by UUID (CUDA's order need not be NVML's)."""
+        try:
+            for index in range(self.config.device_count()):
+                uuid, total = self.config.device(index)
+                limit = by_uuid.get(uuid, in_order[index] if index < len(in_order) else None)
+                if limit is not None:
+                    self.config.set_fraction(min(1.0, limit / total), index)
+        except Exception as error:  # never break the user's first CUDA call
+            self.problems.append(f"the memory fraction could not be set ({type(error).__name__}: {error})")
+            print(f"jupyter-gpumem: PyTorch's {self.problems[-1]}; PyTorch runs uncapped.", file=sys.stderr)
+
+    def memory_in_use(self) -> tuple[Allocator, ...]:
+        if not (self.imported() and self.initialised()):
+            return ()
+        return tuple(
+            Allocator(in_use, peak, reserved)
+            for in_use, peak, reserved in map(self.config.memory, range(self.config.device_count()))
+        )
+
+    def in_force(self) -> list[str]:
+        intra, inter = self.config.threads()
+        settings = self.config.allocator_settings() or "defaults"
+        lines = [
+            f"PyTorch {self.config.version()}: CPU threads intra-op {intra}, inter-op {inter}; allocator {settings}"
+        ]
+        lines.extend(f"PyTorch: {problem}" for problem in self.problems)
+        if not self.initialised():
+            lines.append("PyTorch has not started CUDA yet.")
+            return lines
+        for index in range(self.config.device_count()):
+            _, total = self.config.device(index)
+            fraction = self.config.fraction(index)
+            cap = f"at most {format_bytes(int(fraction * total))} ({fraction:.2f})" if fraction < 1 else "no cap"
+            lines.append(f"PyTorch cuda:{index}: {cap}")
+        return lines
+
+
+def _settings_variable() -> str:
+    """PyTorch 2.9+ reads PYTORCH_ALLOC_CONF first; older ones only PYTORCH_CUDA_ALLOC_CONF."""
+    return "PYTORCH_ALLOC_CONF" if "PYTORCH_ALLOC_CONF" in os.environ else "PYTORCH_CUDA_ALLOC_CONF"
+
+
+def _with_expandable(settings: str, on: bool) -> str:
+    """The user's allocator settings with expandable_segments set, everything else kept."""
+    kept = [
+        item for item in settings.split(",") if item.strip() and item.split(":")[0].strip() != "expandable_segments"
+    ]
+    return ",".join([*kept, f"expandable_segments:{on}"])
