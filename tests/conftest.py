@@ -152,7 +152,11 @@ def kernel_with(tmp_path: Path, standin_dir: Path) -> Iterator[Callable[..., Ker
     def start(scenario: str, library_dir: Path | None = None, env: dict[str, str] | None = None) -> Kernel:
         path = tmp_path / f"{scenario}.scenario"
         standin.write_scenario(path, (SCENARIOS / f"{scenario}.scenario").read_text())
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_"))}
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_", "XLA_", "PYTORCH_"))
+        }
         base["LD_LIBRARY_PATH"] = ""
         base["TF_CPP_MIN_LOG_LEVEL"] = "3"  # keep TensorFlow's C++ start-up chatter out of the outputs
         base["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # the overhead cache: shared by this test's kernels only

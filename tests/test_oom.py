@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_gpumem.advisor import friendly
-from jupyter_gpumem.oom import DTYPES, OutOfMemory, parse_tensorflow, recognise
+from jupyter_gpumem.oom import DTYPES, OutOfMemory, parse_jax, parse_pytorch, parse_tensorflow, recognise
 from jupyter_gpumem.units import MiB
 
 S5_BYTES = 10000 * 28 * 28 * 32 * 4  # 957 MiB
@@ -128,6 +128,57 @@ def test_a_real_resource_exhausted_error_is_recognised_also_behind_another_excep
     assert recognise(tf.errors.InvalidArgumentError(None, None, "bad shape")) is None
 
 
+TORCH2 = (
+    "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.11 GiB of which 12.56 GiB "
+    "is free. Including non-PyTorch memory, this process has 66.54 GiB memory in use. Of the allocated memory "
+    "65.75 GiB is allocated by PyTorch, and 141.73 MiB is reserved by PyTorch but unallocated. If reserved but "
+    "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+    "fragmentation."
+)
+TORCH1 = (
+    "CUDA out of memory. Tried to allocate 2.00 MiB (GPU 1; 15.78 GiB total capacity; 14.56 GiB already "
+    "allocated; 1.19 MiB free; 14.73 GiB reserved in total by PyTorch)"
+)
+JAX_FORMS = {
+    "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1003520000 bytes.": (1003520000, None),
+    "RESOURCE_EXHAUSTED: Failed to allocate request for 3.73GiB (4000000000B) on device ordinal 1": (
+        4000000000,
+        "GPU:1",
+    ),
+    "RESOURCE_EXHAUSTED: Out of memory allocating 40000000000000 bytes.": (40000000000000, None),
+}
+
+
+def test_pytorch_messages_give_the_request_the_gpu_and_the_unused_pool():
+    assert parse_pytorch(TORCH2) == OutOfMemory(
+        "PyTorch", "OutOfMemoryError", bytes=20 * 1024 * MiB, device="GPU:0", unused_pool=round(141.73 * MiB)
+    )
+    assert parse_pytorch(TORCH1) == OutOfMemory("PyTorch", "OutOfMemoryError", bytes=2 * MiB, device="GPU:1")
+
+
+@pytest.mark.parametrize("message", JAX_FORMS)
+def test_jax_messages_give_the_request(message):
+    size, device = JAX_FORMS[message]
+    assert parse_jax(message) == OutOfMemory("JAX", "JaxRuntimeError", bytes=size, device=device)
+
+
+def test_real_pytorch_and_jax_errors_are_recognised():
+    import jax.numpy as jnp
+    import torch
+
+    assert recognise(torch.cuda.OutOfMemoryError(TORCH2)).framework == "PyTorch"
+    assert recognise(RuntimeError("CUDA out of memory. Tried to allocate 2.00 MiB")) is None  # not torch's class
+    try:
+        jnp.zeros((10**13,), dtype=jnp.float32).block_until_ready()  # 40 TB: refused on the CPU as on a GPU
+    except Exception as error:  # jax.errors.JaxRuntimeError
+        report = recognise(error)
+    assert report == OutOfMemory("JAX", "JaxRuntimeError", bytes=4 * 10**13)
+    try:
+        jnp.ones(3).reshape(4)
+    except Exception as error:
+        assert recognise(error) is None
+
+
 # ---------------------------------------------------------------------- in a real kernel
 
 RAISE = "import tensorflow as tf\nraise tf.errors.ResourceExhaustedError(None, None, {message!r})"
@@ -182,3 +233,34 @@ def test_without_a_driver_the_advice_still_names_the_tensor(kernel_with):
     out = kernel.run(RAISE.format(message=TF2_EAGER)).stdout
     assert "shape [50000, 50000], float16 (half), 4768 MiB, on GPU:1." in out
     assert "GPU memory figures: not available" in out
+
+
+@pytest.mark.kernel
+def test_pytorch_out_of_memory_gets_figures_and_the_fragmentation_cause(kernel_with):
+    kernel = kernel_with("s5_small_card")
+    kernel.run("%load_ext jupyter_gpumem")
+    message = TORCH2.replace("20.00 GiB", "200.00 MiB").replace("141.73 MiB", "150.00 MiB")
+    reply = kernel.run(f"import torch\nraise torch.cuda.OutOfMemoryError({message!r})")
+    assert reply.status == "error" and "OutOfMemoryError" in reply.error
+    out = reply.stdout
+    assert out.startswith("jupyter-gpumem: PyTorch ran out of GPU memory (OutOfMemoryError).")
+    assert "The allocation that did not fit: 200 MiB." in out
+    assert "No budget set: 177 MiB of the GPU is free." in out
+    assert "Fix: run the work in smaller batches" in out
+    assert (
+        "Also likely: PyTorch holds 150 MiB reserved but unallocated, in pieces too small for this request "
+        "(fragmentation): torch.cuda.empty_cache() gives them back; %gpumem growth=on before CUDA starts "
+        "(expandable segments) avoids it."
+    ) in out
+    assert "growth is off" not in out  # PyTorch takes no pool at start
+
+
+@pytest.mark.kernel
+def test_a_real_jax_resource_exhausted_error_gets_the_advice(kernel_with):
+    kernel = kernel_with("s5_small_card")
+    kernel.run("%load_ext jupyter_gpumem")
+    reply = kernel.run("import jax.numpy as jnp\njnp.zeros((10**13,), dtype=jnp.float32).block_until_ready()")
+    assert reply.status == "error" and "RESOURCE_EXHAUSTED" in reply.error
+    assert reply.stdout.startswith("jupyter-gpumem: JAX ran out of GPU memory (JaxRuntimeError).")
+    assert "The allocation that did not fit: 38146973 MiB." in reply.stdout
+    assert "growth is off, so JAX reserved its pool when it started" in reply.stdout

@@ -150,7 +150,7 @@ class PyTorch(Adapter):
                     self.config.set_fraction(min(1.0, limit / total), index)
         except Exception as error:  # never break the user's first CUDA call
             self.problems.append(f"the memory fraction could not be set ({type(error).__name__}: {error})")
-            print(f"jupyter-gpumem: PyTorch's {self.problems[-1]}; PyTorch runs uncapped.", file=sys.stderr)
+            print(f"jupyter-gpumem: PyTorch: {self.problems[-1]}; it runs without a cap.", file=sys.stderr)
 
     def memory_in_use(self) -> tuple[Allocator, ...]:
         if not (self.imported() and self.initialised()):
