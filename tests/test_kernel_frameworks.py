@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from test_stream import connect, next_sample
 
 pytestmark = pytest.mark.kernel

@@ -10,8 +10,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from jupyter_gpumem import nvml
 from jupyter_gpumem.frameworks.base import Allocator
 from jupyter_gpumem.frameworks.pytorch import PyTorch, RealTorchConfig

@@ -37,6 +37,13 @@ export interface IHeadline {
 /** At or above this share of the budget the headline turns to the warning colour. */
 export const WARN_AT = 0.9;
 
+/** What each framework takes of a GPU without a budget. */
+const TAKES: Record<string, string> = {
+  TensorFlow: 'TensorFlow will take nearly all memory',
+  JAX: 'JAX will take 75% of it',
+  PyTorch: 'PyTorch takes what it needs, without a cap'
+};
+
 /**
  * "3.1 of 4.0 GiB budget (78%)": this kernel's memory against its budget. Warning colour from
  * 90%, error colour above the budget.
@@ -47,13 +54,16 @@ export function headline(
   framework: string | null
 ): IHeadline {
   if (budgetBytes === null) {
-    const who = framework ?? 'the framework';
+    const who =
+      framework === null
+        ? 'a framework will take its default (TensorFlow: nearly all memory)'
+        : (TAKES[framework] ?? `${framework} will take their defaults`);
     const own =
       ownBytes === null
         ? 'N/A'
         : `${formatBytes(ownBytes)} used by this kernel`;
     return {
-      text: `${own}; no budget set — ${who} will take nearly all memory`,
+      text: `${own}; no budget set — ${who}`,
       level: 'ok'
     };
   }

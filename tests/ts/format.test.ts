@@ -48,12 +48,20 @@ test('small budgets are in MiB', () => {
 
 test('without a budget the headline says who will take the memory', () => {
   assert.equal(
-    headline(1536 * MiB, null, null).text,
+    headline(1536 * MiB, null, 'TensorFlow').text,
     '1.5 GiB used by this kernel; no budget set — TensorFlow will take nearly all memory'
   );
-  assert.match(
+  assert.equal(
     headline(null, null, 'PyTorch').text,
-    /^N\/A; no budget set — PyTorch/
+    'N/A; no budget set — PyTorch takes what it needs, without a cap'
+  );
+  assert.equal(
+    headline(null, null, 'JAX').text,
+    'N/A; no budget set — JAX will take 75% of it'
+  );
+  assert.equal(
+    headline(null, null, null).text,
+    'N/A; no budget set — a framework will take its default (TensorFlow: nearly all memory)'
   );
   assert.match(headline(null, 4 * GiB, null).text, /^N\/A of 4\.0 GiB budget/);
 });

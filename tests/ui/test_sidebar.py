@@ -129,7 +129,9 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     )
     page.evaluate("() => { void window.jupyterapp.commands.execute('kernelmenu:restart'); }")  # awaits the dialog
     page.locator(".jp-Dialog .jp-mod-accept").click()
-    expect(headline).to_have_text("3.1 GiB used by this kernel; no budget set — TensorFlow will take nearly all memory")
+    expect(headline).to_have_text(
+        "3.1 GiB used by this kernel; no budget set — a framework will take its default (TensorFlow: nearly all memory)"
+    )
     assert "Kernel restarted — reconnecting…" in page.evaluate("() => window.gpumemStatuses")
     new_pid = next(r for r in rows(page) if r[1] == "python (this kernel)")[0]
     assert new_pid != pid
