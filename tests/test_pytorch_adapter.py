@@ -63,7 +63,7 @@ class RecordingTorchConfig:
         self.fractions[index] = fraction
         self.calls.append(("fraction", index, fraction))
 
-    def fraction(self, index: int) -> float:
+    def fraction(self, index: int) -> float | None:
         return self.fractions[index]
 
     def allocator_settings(self) -> str:

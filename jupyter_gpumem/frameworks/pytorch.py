@@ -32,7 +32,7 @@ class TorchConfig(Protocol):
     def device_count(self) -> int: ...
     def device(self, index: int) -> tuple[str, int]: ...  # NVML-style uuid, total bytes; CUDA has started
     def set_fraction(self, fraction: float, index: int) -> None: ...
-    def fraction(self, index: int) -> float: ...  # CUDA has started
+    def fraction(self, index: int) -> float | None: ...  # CUDA has started; None: this PyTorch cannot tell
     def allocator_settings(self) -> str: ...
     def set_allocator_settings(self, settings: str) -> None: ...
     def set_threads(self, intra: int | None, inter: int | None) -> None: ...
@@ -67,14 +67,20 @@ class RealTorchConfig:
     def set_fraction(self, fraction: float, index: int) -> None:
         self._torch.cuda.set_per_process_memory_fraction(fraction, index)
 
-    def fraction(self, index: int) -> float:
-        return float(self._torch.cuda.get_per_process_memory_fraction(index))
+    def fraction(self, index: int) -> float | None:
+        read = getattr(self._torch.cuda, "get_per_process_memory_fraction", None)  # PyTorch 2.8+
+        return float(read(index)) if read else None
 
     def allocator_settings(self) -> str:
-        return str(self._torch._C._accelerator_getAllocatorSettings())
+        read = getattr(self._torch._C, "_accelerator_getAllocatorSettings", None)  # PyTorch 2.9+
+        return str(read()) if read else os.environ.get(_settings_variable(), "")
 
     def set_allocator_settings(self, settings: str) -> None:
-        self._torch._C._accelerator_setAllocatorSettings(settings)
+        # PyTorch 2.9+; before, torch.cuda.memory._set_allocator_settings (2.1+), which 2.9 deprecates.
+        write = getattr(self._torch._C, "_accelerator_setAllocatorSettings", None)
+        write = write or getattr(self._torch.cuda.memory, "_set_allocator_settings", None)
+        if write is not None:
+            write(settings)
 
     def set_threads(self, intra: int | None, inter: int | None) -> None:
         if intra is not None:
@@ -173,7 +179,10 @@ class PyTorch(Adapter):
         for index in range(self.config.device_count()):
             _, total = self.config.device(index)
             fraction = self.config.fraction(index)
-            cap = f"at most {format_bytes(int(fraction * total))} ({fraction:.2f})" if fraction < 1 else "no cap"
+            if fraction is None:
+                cap = "a cap this PyTorch cannot report"
+            else:
+                cap = f"at most {format_bytes(int(fraction * total))} ({fraction:.2f})" if fraction < 1 else "no cap"
             lines.append(f"PyTorch cuda:{index}: {cap}")
         return lines
 

@@ -94,9 +94,10 @@ const SOURCE_WORDS: Record<OverheadSource, string> = {
 /**
  * How the budget splits: "TensorFlow pool 3.6 GiB + 504 MiB outside it (measured) = 4.1 GiB" once
  * the framework reports its pool, else "TensorFlow limit 3.6 GiB + 400 MiB set aside for CUDA and
- * libraries (estimated)". Null when there is no budget to split.
+ * libraries (estimated)"; "Allocator limit …" when the framework is not known yet. Null when there
+ * is no budget to split.
  */
-export function breakdown(gpu: IGpu, framework: string): string | null {
+export function breakdown(gpu: IGpu, framework: string | null): string | null {
   if (
     gpu.budgetBytes === null ||
     gpu.poolBytes === null ||
@@ -106,15 +107,16 @@ export function breakdown(gpu: IGpu, framework: string): string | null {
     return null;
   }
   const source = SOURCE_WORDS[gpu.overheadSource];
+  const who = framework ?? 'Allocator'; // several frameworks installed, none imported yet
   if (gpu.poolKnown && gpu.ownBytes !== null) {
     const outside = Math.max(0, gpu.ownBytes - gpu.poolBytes);
     return (
-      `${framework} pool ${formatBytes(gpu.poolBytes)} + ${formatBytes(outside)} outside it ` +
+      `${who} pool ${formatBytes(gpu.poolBytes)} + ${formatBytes(outside)} outside it ` +
       `(${source}) = ${formatBytes(gpu.ownBytes)}`
     );
   }
   return (
-    `${framework} limit ${formatBytes(gpu.poolBytes)} + ${formatBytes(gpu.overheadBytes)} ` +
+    `${who} limit ${formatBytes(gpu.poolBytes)} + ${formatBytes(gpu.overheadBytes)} ` +
     `set aside for CUDA and libraries (${source})`
   );
 }

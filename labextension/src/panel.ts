@@ -208,7 +208,7 @@ export class GpuMemPanel extends Widget {
       return;
     }
     const gpu = this._selectGpu(latest.gpus);
-    const framework = latest.framework ?? 'the framework';
+    const framework = latest.framework;
     n.device.textContent = gpu.lost
       ? `GPU ${gpu.index} ${gpu.name ?? ''}: lost (fell off the bus; it needs a reset)`
       : `GPU ${gpu.index} · ${gpu.name ?? 'unknown'} · ${formatBytes(gpu.usedBytes)} of ${formatBytes(gpu.totalBytes)} used`;
@@ -238,7 +238,7 @@ export class GpuMemPanel extends Widget {
         series,
         channel!.windowS * 1000,
         this._colors,
-        framework
+        framework ?? 'Framework'
       );
     }
   }

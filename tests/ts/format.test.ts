@@ -87,5 +87,9 @@ test('the breakdown splits the budget into pool and what lies outside it', () =>
     breakdown({ ...planned, overheadSource: 'remembered' }, 'PyTorch'),
     'PyTorch limit 3.6 GiB + 400 MiB set aside for CUDA and libraries (measured by an earlier kernel)'
   );
+  assert.equal(
+    breakdown(planned, null), // several frameworks installed, none imported
+    'Allocator limit 3.6 GiB + 400 MiB set aside for CUDA and libraries (estimated)'
+  );
   assert.equal(breakdown(gpu0, 'TensorFlow'), null); // hidden: no budget
 });

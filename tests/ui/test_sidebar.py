@@ -56,7 +56,10 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     open_notebook(
-        page, lab, "budget.ipynb", ["%load_ext jupyter_gpumem\n%gpumem fraction=0.5", "import os; os.getpid()"]
+        page,
+        lab,
+        "budget.ipynb",
+        ["%load_ext jupyter_gpumem\n%gpumem fraction=0.5 framework=tensorflow", "import os; os.getpid()"],
     )
     assert "recorded" in run_cell(page, 0)
     pid = run_cell(page, 1).strip()
