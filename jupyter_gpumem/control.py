@@ -329,7 +329,8 @@ class Controller:
 
     def _on_import(self, adapter: Adapter) -> None:
         self._hooks.pop(adapter.module, None)
-        if any(_importing(self._adapter(name).module) for name in ADAPTERS if self._adapter(name) is not adapter):
+        others = [self._adapter(name) for name in ADAPTERS if self._adapter(name) is not adapter]
+        if self.recorded.framework == "auto" and any(_importing(other.module) for other in others):
             return  # imported by another framework's import, not by the notebook; its environment is set
         try:
             if self.applied is None:
@@ -446,9 +447,12 @@ def _referenced(module: str) -> bool:
         return True  # not in IPython: nothing to tell by
     prefix = module + "."
     for value in list(shell.user_ns.values()):
-        name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
-        if isinstance(name, str) and (name == module or name.startswith(prefix)):
-            return True
+        try:
+            name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
+            if isinstance(name, str) and (name == module or name.startswith(prefix)):
+                return True
+        except Exception:  # a user's object may raise anything from its attributes
+            continue
     return False
 
 

@@ -95,8 +95,10 @@ def test_jax_gets_a_fraction_that_keeps_the_process_inside_the_budget(kernel_wit
 
 def test_auto_with_pytorch_and_jax_imported_applies_to_each_and_they_share_the_budget(kernel_with):
     kernel = loaded(kernel_with)
-    kernel.run("import torch, jax")
+    hostile = "class Hostile:\n    def __getattribute__(self, name):\n        raise RuntimeError(name)\nh = Hostile()"
+    assert kernel.run(f"import torch, jax\n{hostile}").status == "ok"  # the namespace is searched: never mind h
     reply = kernel.run("%gpumem fraction=0.5 gpus=1 threads=2")
+    assert reply.stderr == ""
     assert reply.stdout.startswith("jupyter-gpumem: applied fraction=0.5 gpus=1 threads=2 to PyTorch and JAX.")
     # One CUDA context, both frameworks' libraries: 4096 - 250 - 100 - 150 = 3596 MiB, half each.
     assert "allocator limit 3596 MiB + about 500 MiB CUDA context and libraries" in reply.stdout
@@ -127,6 +129,14 @@ def test_auto_before_any_import_goes_to_whichever_is_imported_and_not_to_one_it_
         "import them all before running %gpumem."
     )
     assert "in force in TensorFlow and PyTorch since" in kernel.run("%gpumem status").stdout
+
+
+def test_a_named_framework_gets_the_policy_even_when_another_imports_it(kernel_with):
+    kernel = loaded(kernel_with)
+    kernel.run("%gpumem limit=2GiB gpus=1 framework=jax")
+    imported = kernel.run("import tensorflow as tf")  # which imports JAX
+    assert imported.stdout.startswith("jupyter-gpumem: applied limit=2048MiB gpus=1 framework=jax to JAX.")
+    assert "TensorFlow" not in imported.stdout.splitlines()[0]
 
 
 def test_the_sidebar_reads_pytorch_without_starting_cuda(kernel_with):
