@@ -286,8 +286,7 @@ class Controller:
         """The frameworks the policy is for, for people: "TensorFlow"; "TensorFlow and PyTorch" (both
         imported); "TensorFlow, PyTorch or JAX" (installed: whichever is imported)."""
         active = self.active()
-        name = label(active)[0]
-        return name if all(a.imported() for a in active) else name.replace(" and ", " or ")
+        return label(active, "and" if all(a.imported() for a in active) else "or")[0]
 
     def defaults(self) -> str:
         """What the framework(s) take without a policy: "TensorFlow takes nearly all ..."."""
@@ -422,11 +421,11 @@ def _plan_lines(plan: Plan) -> list[str]:
     return lines
 
 
-def label(adapters: list[Adapter] | tuple[Adapter, ...]) -> tuple[str, str | None]:
+def label(adapters: list[Adapter] | tuple[Adapter, ...], joiner: str = "and") -> tuple[str, str | None]:
     """The frameworks' names and versions, for people and for the overhead cache: ("TensorFlow",
     "2.20.0"); ("TensorFlow and PyTorch", "2.20.0+2.13.0")."""
     names = [a.name for a in adapters]
-    name = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    name = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {joiner} {names[-1]}"
     versions = [a.version() for a in adapters]
     version = versions[0] if len(versions) == 1 else "+".join(v or "unknown" for v in versions)
     return name, version

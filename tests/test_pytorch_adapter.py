@@ -6,7 +6,6 @@ test_kernel_frameworks.py."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -104,7 +103,8 @@ def test_after_cuda_started_a_fraction_applies_at_once_but_gpus_is_too_late(scen
     scenario("s1_two_gpus")
     config = RecordingTorchConfig([GPU_A, GPU_B], started=True)
     adapter = PyTorch(config)
-    sys.modules.setdefault("torch", __import__("torch"))
+    import torch  # noqa: F401  (imported(): the adapter looks in sys.modules)
+
     assert adapter.too_late(plan_for("limit=2GiB")) is None
     adapter.apply(plan_for("limit=2GiB"))
     assert config.calls == [("fraction", 0, (2048 - 450) / 11422), ("fraction", 1, (2048 - 450) / 8192)]
@@ -172,7 +172,8 @@ def test_a_failure_at_cuda_start_never_reaches_the_users_call(scenario, capsys):
 
 def test_allocator_stats_only_once_cuda_has_started():
     config = RecordingTorchConfig([GPU_A, GPU_B])
-    sys.modules.setdefault("torch", __import__("torch"))
+    import torch  # noqa: F401  (imported(): the adapter looks in sys.modules)
+
     adapter = PyTorch(config)
     assert adapter.memory_in_use() == ()
     config.started = True
