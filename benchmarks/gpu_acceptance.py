@@ -62,7 +62,7 @@ def run_case(framework: str, fraction: float) -> dict[str, Any]:
     except PolicyError as error:
         return {"error": str(error)}
     put, out_of_memory = allocator(framework)
-    plan = control.current_plan(take_snapshot())
+    plan = control.state.plan
     if plan is None or not plan.gpus:
         return {"error": "no GPU to plan for"}
     gpu = plan.gpus[0]

@@ -49,12 +49,16 @@ def load_ipython_extension(ipython: Any) -> None:
             print("\n".join(lines))
 
 
-def _connect_sidebar(interval_s: float = 1.0, history_s: float = 900.0) -> None:
-    """Run silently by the JupyterLab sidebar: load the extension, then stream to it (stream.py)."""
+def _connect_sidebar(interval_s: float | None = None, history_s: float | None = None) -> None:
+    """Run silently by the JupyterLab sidebar: load the extension, then stream to it (stream.py).
+    Without arguments: the protocol's default interval and history."""
     from IPython import get_ipython
 
+    from .protocol import DEFAULT_HISTORY_S, DEFAULT_INTERVAL_S
     from .stream import stream
 
+    interval_s = DEFAULT_INTERVAL_S if interval_s is None else interval_s
+    history_s = DEFAULT_HISTORY_S if history_s is None else history_s
     shell = get_ipython()
     if shell is not None:
         shell.extension_manager.load_extension("jupyter_gpumem")

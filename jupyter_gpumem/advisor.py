@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .budget import Reading
+from .frameworks import ADAPTERS
 from .model import Device
 from .oom import OutOfMemory, recognise
 from .units import MiB, format_bytes, format_percent
@@ -27,12 +28,6 @@ class Advice:
     batch_size: int | None  # the largest friendly first dimension that fits the free memory
     first_dim: int | None  # the failing tensor's first dimension (the batch it was computed for)
 
-
-# The frameworks that take their pool when they start (unless growth=on), and how to free it.
-FREE_EARLIER = {
-    "TensorFlow": "del them and call tf.keras.backend.clear_session()",
-    "JAX": "del them (JAX frees an array's memory when its last reference goes)",
-}
 
 last: Advice | None = None  # the kernel's latest advice, for batched(batch_size=None)
 
@@ -161,10 +156,12 @@ def _causes(
             f"the budget is too small for this tensor alone ({format_bytes(budget)}): restart the kernel and ask "
             "for more with %gpumem, or use smaller batches"
         )
-    if growth is not True and framework in FREE_EARLIER:
+    # The frameworks that take their pool when they start (unless growth=on) say how to free it.
+    free = next((a.free_earlier for a in ADAPTERS.values() if a.name == framework), None)
+    if growth is not True and free:
         causes.append(
             f"growth is off, so {framework} reserved its pool when it started and tensors from earlier cells "
-            f"(models, results) still hold parts of it: {FREE_EARLIER[framework]}, or restart the kernel"
+            f"(models, results) still hold parts of it: {free}, or restart the kernel"
         )
     unused = report.unused_pool
     if unused and unused >= (report.bytes or 0) // 2:
@@ -183,7 +180,7 @@ def advise(report: OutOfMemory) -> Advice:
 
     control = controller()
     reading = control.read(take_snapshot())
-    return diagnose(report, reading, control.framework_uuids(reading), control.growth)
+    return diagnose(report, reading, control.framework_uuids(reading), reading.state.policy.growth)
 
 
 def on_post_run_cell(result: Any) -> None:

@@ -4,8 +4,9 @@ episode, not once per sample. An episode ends when the figure falls back below a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from .budget import Reading
+from .model import Device
 from .units import format_bytes, format_percent
 
 
@@ -25,17 +26,18 @@ class Alerts:
     def __init__(self) -> None:
         self._active: set[tuple[str, str]] = set()  # (mark, GPU uuid) whose episode is going on
 
-    def check(self, sample: dict[str, Any]) -> list[str]:
-        """The warnings this sample starts (an encoded sample: protocol.encode_sample)."""
+    def check(self, reading: Reading) -> list[str]:
+        """The warnings this reading starts."""
         lines = []
-        for gpu in sample["gpus"]:
-            own, budget = gpu["own_bytes"], gpu["budget_bytes"]
-            used, total = gpu["used_bytes"], gpu["total_bytes"]
-            where = f"GPU {gpu['index']} {gpu['name'] or ''}".rstrip()
+        for device in reading.snapshot.devices:
+            split = reading.breakdowns.get(device.uuid or "")
+            own, budget = device.own_bytes, split.budget_bytes if split else None
+            used, total = device.used_bytes, device.total_bytes
+            where = f"GPU {device.index} {device.name or ''}".rstrip()
             if own is not None and budget:
                 share = own / budget
-                over = self._starts(OVER_BUDGET, gpu, share)
-                near = self._starts(NEAR_BUDGET, gpu, share)  # also when over: no "near" on the way back
+                over = self._starts(OVER_BUDGET, device, share)
+                near = self._starts(NEAR_BUDGET, device, share)  # also when over: no "near" on the way back
                 if over:
                     lines.append(
                         f"jupyter-gpumem: this kernel uses {format_bytes(own)} on {where}, "
@@ -51,7 +53,7 @@ class Alerts:
                 others = used - (own or 0)
                 # Only when others share the GPU: this kernel's own growth has the budget warnings.
                 crowded = used / total if others >= 0.05 * total else 0.0
-                if self._starts(GPU_FULL, gpu, crowded):
+                if self._starts(GPU_FULL, device, crowded):
                     lines.append(
                         f"jupyter-gpumem: {where} is {format_percent(used, total)} full "
                         f"({format_bytes(used)} of {format_bytes(total)}); other processes hold "
@@ -59,8 +61,8 @@ class Alerts:
                     )
         return lines
 
-    def _starts(self, mark: Mark, gpu: dict[str, Any], share: float) -> bool:
-        key = (mark.name, gpu["uuid"] or str(gpu["index"]))
+    def _starts(self, mark: Mark, device: Device, share: float) -> bool:
+        key = (mark.name, device.uuid or str(device.index))
         if share < mark.off:
             self._active.discard(key)
         if share >= mark.on and key not in self._active:

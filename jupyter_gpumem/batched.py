@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import advisor
+from .frameworks import ADAPTERS
 from .oom import recognise
 
 Reduce = Callable[[list[Any], list[int]], Any]
@@ -153,14 +154,10 @@ def _is_array(value: Any) -> bool:
 
 def _concatenate(values: list[Any]) -> Any:
     """Join along the first dimension with the library the values come from (already imported: they exist)."""
-    library = sys.modules.get(type(values[0]).__module__.split(".")[0])
-    name = getattr(library, "__name__", "")
-    if name == "tensorflow":
-        return library.concat(values, axis=0)  # type: ignore[union-attr]
-    if name == "torch":
-        return library.cat(values, dim=0)  # type: ignore[union-attr]
-    if name in ("jax", "jaxlib"):
-        return sys.modules["jax.numpy"].concatenate(values, axis=0)
+    library = type(values[0]).__module__.split(".")[0]
+    for adapter in ADAPTERS.values():
+        if library in adapter.array_modules:
+            return adapter().concatenate(values)
     if _is_array(values[0]) and "numpy" in sys.modules:
         return sys.modules["numpy"].concatenate(values, axis=0)
     if isinstance(values[0], list | tuple):

@@ -6,31 +6,25 @@ from __future__ import annotations
 from .budget import Reading
 from .model import Device, Snapshot
 from .plan import GpuPlan, Plan
+from .state import State
 from .units import format_bytes, format_percent
 
-# How each framework places work on one GPU, which users take for choosing the GPU.
-PLACING = {
-    "TensorFlow": 'tf.device("/gpu:1")',
-    "PyTorch": 'torch.device("cuda:1")',
-    "JAX": "jax.device_put(x, jax.devices()[1])",
-}
 
-
-def explain(reading: Reading, framework: str, defaults: str) -> list[str]:
-    """Lines for the user; ``framework`` names the one(s) the policy is for; ``defaults`` says what they
-    take without one ("TensorFlow takes nearly all ...")."""
-    snapshot, plan, applied, started = reading.snapshot, reading.plan, reading.in_force, reading.started
+def explain(reading: Reading) -> list[str]:
+    """Lines for the user, from one Reading: its State says what the policy is for and where it holds."""
+    snapshot, state = reading.snapshot, reading.state
+    plan, framework = state.plan, state.frameworks
     if snapshot.problem:
         return [snapshot.problem]
     if plan is None or (plan.policy.is_empty and not any(g.budget_bytes for g in plan.gpus)):
         return [
-            f"No budget is set, so {defaults}. To share the GPU: restart the kernel, then run for example "
+            f"No budget is set, so {state.takes}. To share the GPU: restart the kernel, then run for example "
             f"%gpumem fraction=0.4 (or growth=on) before any {framework} code.",
             *_per_gpu_usage(snapshot),
         ]
     budgets = {g.uuid: g for g in plan.gpus}
     hidden = {d.uuid for d in plan.hidden}
-    lines = [f"Policy {plan.policy.describe()}: {_state(applied, started, framework)}"]
+    lines = [f"Policy {plan.policy.describe()}: {_state(state, reading.started)}"]
     own_gpus = [d for d in snapshot.devices if d.holds_self]
     if not own_gpus:
         lines.append(
@@ -51,23 +45,26 @@ def explain(reading: Reading, framework: str, defaults: str) -> list[str]:
         lines.extend(_explain_gpu(device, gpu, device.uuid in hidden, plan, framework, reading))
     using = [d for d in own_gpus if d.uuid not in hidden]
     if plan.policy.gpus is None and len(using) > 1:
+        placing = " or ".join(a.placing for a in state.adapters)
         lines.append(
             f"The budget applies to every GPU this kernel can see, and {framework} takes memory on each of them: "
-            f"{PLACING.get(framework, 'choosing a device')} places operations but does not stop memory being taken "
-            "on the other GPUs. "
+            f"{placing} places operations but does not stop memory being taken on the other GPUs. "
             f"To use one GPU only: restart the kernel, then %gpumem {plan.policy.describe()} gpus=<index> first."
         )
     return lines
 
 
-def _state(applied: bool, started: bool, framework: str) -> str:
-    if applied:
-        return f"in force in {framework}."
+def _state(state: State, started: bool) -> str:
+    if state.applied and state.no_gpu:
+        return f"applied to {state.frameworks}, but NOT in force on any GPU: {state.no_gpu}"
+    if state.applied:
+        return f"in force in {state.frameworks}."
     if started:
         return (
-            f"NOT in force: {framework} started before it could be applied. Restart the kernel and run %gpumem first."
+            f"NOT in force: {state.frameworks} started before it could be applied. "
+            "Restart the kernel and run %gpumem first."
         )
-    return f"recorded; it applies when {framework} is imported."
+    return f"recorded; it applies when {state.frameworks} is imported."
 
 
 def _explain_gpu(
@@ -89,6 +86,12 @@ def _explain_gpu(
         ]
     if gpu is None or gpu.budget_bytes is None:
         return [f"{head} this kernel uses {format_bytes(used)}; no budget on this GPU."]
+    split = reading.breakdowns.get(device.uuid or "")
+    if reading.state.applied and split is not None and not split.in_force:
+        return [
+            f"{head} this kernel uses {format_bytes(used)}; the {format_bytes(gpu.budget_bytes)} budget is not in "
+            f"force on this GPU, so nothing holds it there."
+        ]
     budget, limit = gpu.budget_bytes, gpu.allocator_limit_bytes or gpu.budget_bytes
     share = format_percent(budget, gpu.total_bytes)
     if used <= budget:
@@ -101,7 +104,6 @@ def _explain_gpu(
         f"{head} this kernel uses {format_bytes(used)}; its budget is {format_bytes(budget)} ({share} of "
         f"{format_bytes(gpu.total_bytes)}): {format_bytes(over)} over."
     ]
-    split = reading.breakdowns.get(device.uuid or "")
     pool = split.pool_bytes if split and split.pool_bytes is not None else limit
     outside = used - pool
     measured = split.overhead if split and split.overhead and split.overhead.source == "measured" else None

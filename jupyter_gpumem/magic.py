@@ -50,8 +50,8 @@ Settings:
   strict=off              the frameworks' raw meaning: cap the allocator pool only.
 
 Examples:
-  %gpumem fraction=0.5 gpus=1     # S1: half of GPU 1 as nvidia-smi counts it, nothing of GPU 0
-  %gpumem threads=1 growth=on     # S2: many jobs on one GPU, about one CPU core each
+  %gpumem fraction=0.5 gpus=1     # half of GPU 1 as nvidia-smi counts it, nothing of GPU 0
+  %gpumem threads=1 growth=on     # many jobs on one GPU, about one CPU core each
   %gpumem limit=6GiB
 
 Out of memory? After a GPU out-of-memory error the cell shows what did not fit and the batch size that
@@ -88,8 +88,7 @@ class GpumemMagics(Magics):
             if not snapshot.problem or controller().has_policy:
                 print("\n".join(controller().status_lines(controller().read(snapshot))))
         elif command == "explain" and len(words) <= 1:
-            control = controller()
-            print("\n".join(explain(control.read(take_snapshot()), control.framework(), control.defaults())))
+            print("\n".join(explain(controller().read(take_snapshot()))))
         elif command == "reset" and len(words) <= 1:
             print("\n".join(controller().reset()))
         elif all("=" in word for word in words):

@@ -64,7 +64,10 @@ class Device:
 
     @property
     def own_bytes(self) -> int | None:
-        """This kernel's memory on this GPU: 0 when it holds none, None when the driver cannot tell."""
+        """This kernel's memory on this GPU: 0 when it holds none, None when the driver cannot tell
+        (or the GPU is lost: then nothing about it can be read)."""
+        if self.lost:
+            return None
         own = [p.used_bytes for p in self.processes if p.is_self]
         return None if None in own else sum(b or 0 for b in own)
 

@@ -4,7 +4,7 @@ split into the framework's allocator limit and the CUDA context/library overhead
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .model import Device, Snapshot
 from .overhead import Overhead
@@ -56,6 +56,7 @@ class Plan:
     policy: Policy
     gpus: tuple[GpuPlan, ...] = ()  # the GPUs the kernel may use, in PCI order
     hidden: tuple[Device, ...] = ()  # the GPUs it may not touch
+    lost: tuple[Device, ...] = ()  # GPUs lost when it was made (fell off the bus): no budget there
     no_gpu: str | None = None  # why there is no GPU to plan for (no driver, none visible)
 
     @property
@@ -64,6 +65,16 @@ class Plan:
         if self.policy.gpus is None:
             return None
         return ",".join(g.uuid for g in self.gpus) or "-1"
+
+    def shared(self, ways: int) -> Plan:
+        """This plan with each GPU's allocator limit split ``ways`` ways (frameworks sharing a budget)."""
+        if ways == 1:
+            return self
+        gpus = tuple(
+            replace(g, allocator_limit_bytes=g.allocator_limit_bytes // ways if g.allocator_limit_bytes else None)
+            for g in self.gpus
+        )
+        return replace(self, gpus=gpus)
 
 
 def _select(policy: Policy, devices: tuple[Device, ...]) -> tuple[list[Device], list[Device]]:
@@ -94,7 +105,7 @@ def _budget(policy: Policy, ceiling: Ceiling, device: Device, total: int) -> int
         asked = f"fraction={policy.fraction:g}"
     elif policy.limit_bytes is not None:
         budget = policy.limit_bytes
-        asked = f"limit={format_bytes(policy.limit_bytes).replace(' ', '')}"
+        asked = f"limit={policy.limit_text}"
         if budget > total:
             raise PolicyError(
                 f"{asked} is more than GPU {device.index}'s {format_bytes(total)} ({device.name}); "
@@ -119,8 +130,11 @@ def make_plan(
     if snapshot.problem:
         return Plan(policy, no_gpu=snapshot.problem)
     selected, hidden = _select(policy, snapshot.devices)
+    lost = tuple(d for d in selected if d.lost)  # only where gpus= did not name it (_select refuses that)
     gpus = []
     for device in selected:
+        if device.lost:
+            continue
         if device.uuid is None or device.total_bytes is None:
             raise PolicyError(
                 f"GPU {device.index} does not report its {'UUID' if device.uuid is None else 'memory'}, "
@@ -149,4 +163,4 @@ def make_plan(
             )
         )
     no_gpu = None if snapshot.devices else "The NVIDIA driver reports no GPUs."
-    return Plan(policy, gpus=tuple(gpus), hidden=tuple(hidden), no_gpu=no_gpu)
+    return Plan(policy, gpus=tuple(gpus), hidden=tuple(hidden), lost=lost, no_gpu=no_gpu)

@@ -6,7 +6,7 @@ A Policy says nothing about any particular GPU; plan.py turns it into per-GPU bu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 from .units import format_bytes, parse_bytes
 
@@ -22,6 +22,7 @@ class PolicyError(ValueError):
 class Policy:
     fraction: float | None = None  # of each selected GPU's total memory, as nvidia-smi counts it
     limit_bytes: int | None = None  # the same as an absolute budget
+    limit_as_typed: str | None = field(default=None, compare=False)  # "6GiB": echoed as the user wrote it
     growth: bool | None = None
     gpus: tuple[str, ...] | None = None  # NVML indices or UUIDs; () hides every GPU
     intra_threads: int | None = None
@@ -40,14 +41,21 @@ class Policy:
         changes.pop("strict", None)
         merged = replace(self, **changes)
         if newer.fraction is not None:
-            merged = replace(merged, limit_bytes=None)
+            merged = replace(merged, limit_bytes=None, limit_as_typed=None)
         if newer.limit_bytes is not None:
-            merged = replace(merged, fraction=None)
+            merged = replace(merged, fraction=None, limit_as_typed=newer.limit_as_typed)
         if newer.framework != "auto":
             merged = replace(merged, framework=newer.framework)
         if not newer.strict:
             merged = replace(merged, strict=False)
         return merged
+
+    @property
+    def limit_text(self) -> str:
+        """The limit as the user typed it, else in MiB."""
+        if self.limit_as_typed:
+            return self.limit_as_typed
+        return format_bytes(self.limit_bytes).replace(" ", "")
 
     def describe(self) -> str:
         """The policy as the arguments that would give it."""
@@ -55,7 +63,7 @@ class Policy:
         if self.fraction is not None:
             words.append(f"fraction={self.fraction:g}")
         if self.limit_bytes is not None:
-            words.append(f"limit={format_bytes(self.limit_bytes).replace(' ', '')}")
+            words.append(f"limit={self.limit_text}")
         if self.growth is not None:
             words.append(f"growth={'on' if self.growth else 'off'}")
         if self.gpus is not None:
@@ -122,7 +130,7 @@ def parse_value(key: str, value: str) -> dict[str, object]:
             raise PolicyError(f"limit={value} is not a size; use {ACCEPTED[key]}.")
         if size <= 0:
             raise PolicyError(f"limit={value} must be above zero; use {ACCEPTED[key]}.")
-        return {"limit_bytes": size}
+        return {"limit_bytes": size, "limit_as_typed": value}
     if key == "growth":
         return {"growth": _switch(key, value)}
     if key == "strict":

@@ -12,12 +12,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from . import messages
 from ._version import __version__
 from .budget import Reading
 from .model import Device
 
 PROTOCOL = 1
 TARGET = "jupyter_gpumem"  # the comm target the sidebar registers
+
+DEFAULT_INTERVAL_S = 1.0  # the sidebar's defaults too (labextension/src/protocol.ts)
+DEFAULT_HISTORY_S = 900.0
 
 INTERVAL_RANGE_S = (0.2, 10.0)
 HISTORY_RANGE_S = (10.0, 24 * 3600.0)
@@ -29,15 +33,19 @@ class ProtocolError(ValueError):
 
 def encode_sample(reading: Reading) -> dict[str, Any]:
     """One sample as JSON-ready data."""
-    snapshot, plan = reading.snapshot, reading.plan
+    snapshot, state = reading.snapshot, reading.state
+    plan = state.plan
     hidden = {d.uuid for d in plan.hidden} if plan else set()
     return {
         "t": round(snapshot.taken_at, 3),
         "problem": snapshot.problem,
         "simulated": snapshot.simulated_scenario,
         "policy": plan.policy.describe() if plan and not plan.policy.is_empty else None,
-        "framework": reading.framework,
+        "policy_state": messages.policy_state(state, reading.started),
+        "policy_note": messages.policy_note(state, reading.started),
+        "framework": state.framework,
         "framework_started": reading.started,
+        "takes": state.takes,
         "gpus": [_encode_device(d, reading, d.uuid in hidden) for d in snapshot.devices],
     }
 
@@ -57,6 +65,7 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> dict[str, 
         "used_bytes": device.used_bytes,
         "own_bytes": device.own_bytes,
         "budget_bytes": split.budget_bytes if split else None,
+        "in_force": bool(split and split.in_force),
         "pool_bytes": split.pool_bytes if split else None,
         "pool_known": bool(split and split.pool_known),
         "overhead_bytes": overhead.bytes if overhead else None,

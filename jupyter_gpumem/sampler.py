@@ -7,28 +7,31 @@ import math
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+from .protocol import DEFAULT_HISTORY_S, DEFAULT_INTERVAL_S
 
 log = logging.getLogger("jupyter_gpumem")
 
-Sample = dict[str, Any]
+T = TypeVar("T")
+Kept = dict[str, Any]
 
 
-class Sampler:
+class Sampler(Generic[T]):
     """Calls ``take()`` every ``interval_s`` on one daemon thread and hands the sample to ``send``.
 
-    History keeps ``history_s`` worth of samples, reduced by ``keep`` (the process tables are
-    dropped: a sidebar needs them only for now). One Sampler per kernel; start() on a running one
+    History keeps ``history_s`` worth of samples, each reduced by ``keep`` to what a replay needs (the
+    process tables are dropped: a sidebar needs them only for now). One Sampler per kernel; start() on a running one
     changes nothing, so loading the extension again never adds a thread.
     """
 
     def __init__(
         self,
-        take: Callable[[], Sample],
-        send: Callable[[Sample], None],
-        keep: Callable[[Sample], Sample] = lambda sample: sample,
-        interval_s: float = 1.0,
-        history_s: float = 900.0,
+        take: Callable[[], T],
+        send: Callable[[T], None],
+        keep: Callable[[T], Kept],
+        interval_s: float = DEFAULT_INTERVAL_S,
+        history_s: float = DEFAULT_HISTORY_S,
     ):
         self._take = take
         self._send = send
@@ -40,7 +43,7 @@ class Sampler:
         self._failing = False
         self.interval_s = interval_s
         self.history_s = history_s
-        self._history: deque[Sample] = deque(maxlen=self._length())
+        self._history: deque[Kept] = deque(maxlen=self._length())
 
     def _length(self) -> int:
         return max(1, math.ceil(self.history_s / self.interval_s))
@@ -53,7 +56,7 @@ class Sampler:
             self._history = deque(self._history, maxlen=self._length())
         self._wake.set()  # the next sample comes at the new interval, not after the old one
 
-    def history(self) -> list[Sample]:
+    def history(self) -> list[Kept]:
         with self._lock:
             return list(self._history)
 

@@ -12,17 +12,29 @@ from __future__ import annotations
 import atexit
 import logging
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import comm
 
 from . import protocol
 from .alerts import Alerts
+from .budget import Reading
 from .control import Controller, controller
-from .sampler import Sample, Sampler
+from .sampler import Sampler
 from .snapshot import take_snapshot
 
 log = logging.getLogger("jupyter_gpumem")
+
+
+class Tick(NamedTuple):
+    """One interval's reading, and the same as the protocol sends it."""
+
+    reading: Reading
+    sample: dict[str, Any]
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        return protocol.figures_only(self.sample)
 
 
 class Stream:
@@ -30,12 +42,13 @@ class Stream:
         self.control = control
         self.comm: Any = None
         self.alerts = Alerts()
-        self.sampler = Sampler(self.take, self._deliver, keep=protocol.figures_only)
+        self.sampler: Sampler[Tick] = Sampler(self.take, self._deliver, keep=lambda tick: tick.figures)
 
-    def take(self) -> Sample:
+    def take(self) -> Tick:
         """One sample: NVML, the budget, and the framework's allocator figures if (and only if) its
         runtime has already started: the sampler must never be what starts it (Controller.read)."""
-        return protocol.encode_sample(self.control.read(take_snapshot()))
+        reading = self.control.read(take_snapshot())
+        return Tick(reading, protocol.encode_sample(reading))
 
     def connect(self, interval_s: float, history_s: float) -> None:
         settings = protocol.check_settings(interval_s, history_s)
@@ -53,11 +66,11 @@ class Stream:
         self.sampler.stop()
         self.comm = None  # the kernel is going away; its channels may already be closed
 
-    def _deliver(self, sample: Sample) -> None:
+    def _deliver(self, tick: Tick) -> None:
         channel = self.comm
         if channel is not None:
-            channel.send(protocol.sample_message(sample))
-        warnings = self.alerts.check(sample)
+            channel.send(protocol.sample_message(tick.sample))
+        warnings = self.alerts.check(tick.reading)
         if warnings:
             # From this thread ipykernel shows it in the cell that is running (or ran last).
             print("\n".join(warnings), file=sys.stderr, flush=True)

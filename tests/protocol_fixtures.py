@@ -4,12 +4,14 @@ them into exactly the fixture files, which the TypeScript tests parse (tests/ts/
 from __future__ import annotations
 
 from jupyter_gpumem.budget import reading
+from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.frameworks.base import Allocator
 from jupyter_gpumem.model import Device, GpuProcess, Snapshot
 from jupyter_gpumem.overhead import Overhead
-from jupyter_gpumem.plan import make_plan
-from jupyter_gpumem.policy import parse
+from jupyter_gpumem.plan import Plan, make_plan
+from jupyter_gpumem.policy import Policy, parse
 from jupyter_gpumem.protocol import encode_sample
+from jupyter_gpumem.state import State
 from jupyter_gpumem.units import MiB
 
 OWN_PID = 4242
@@ -66,32 +68,41 @@ def s1_sample(taken_at: float = 1763740800.0, own_bytes: int = 4200 * MiB) -> di
     return encode_sample(
         reading(
             snapshot,
-            plan,
-            "TensorFlow",
+            applied(plan, "tensorflow"),
             started=True,
-            in_force=True,
             allocators={GPU_B: allocator},
             measured=lambda uuid: measured if uuid == GPU_B else None,
         )
     )
 
 
+def applied(plan: Plan, framework: str) -> State:
+    """``plan`` applied to that framework (the controller's State after `import`)."""
+    adapter = ADAPTERS[framework]()
+    return State(plan.policy, plan, (adapter,), True, adapter.name, applied_at=1763740700.0)
+
+
 def _no_plan(snapshot: Snapshot) -> dict[str, object]:
-    return encode_sample(
-        reading(snapshot, None, None, started=False, in_force=False, allocators={}, measured=lambda uuid: None)
-    )
+    """No policy, every framework installed and none imported (framework=auto)."""
+    state = State(Policy(), None, tuple(a() for a in ADAPTERS.values()), False, None)
+    return encode_sample(reading(snapshot, state, started=False, allocators={}, measured=lambda uuid: None))
 
 
 def lost_sample() -> dict[str, object]:
+    """`%gpumem fraction=0.4` applied to PyTorch on two A10s; then GPU 1 fell off the bus. GPU 0 keeps
+    its budget; GPU 1 is lost: nothing of it can be read, and no budget is in force there."""
+    a10 = {"name": "NVIDIA A10", "total_bytes": 23028 * MiB, "used_bytes": 1200 * MiB, "compute_capability": (8, 6)}
+    own = (GpuProcess(OWN_PID, GPU_A, 900 * MiB, "compute", "python", "alice", 100.0, True),)
+    healthy = (Device(index=0, uuid=GPU_A, processes=own, **a10), Device(index=1, uuid=GPU_B, **a10))  # type: ignore[arg-type]
+    plan = make_plan(parse(["fraction=0.4"]), Snapshot(1763740700.0, OWN_PID, healthy), lambda device: ESTIMATE)
     snapshot = Snapshot(
         taken_at=1763740801.5,
         own_pid=OWN_PID,
-        devices=(
-            Device(index=0, uuid=GPU_A, name="NVIDIA A10", total_bytes=23028 * MiB, used_bytes=1200 * MiB),
-            Device(index=1, uuid=GPU_B, name="NVIDIA A10", lost=True),
-        ),
+        devices=(healthy[0], Device(index=1, uuid=GPU_B, name="NVIDIA A10", lost=True)),
     )
-    return _no_plan(snapshot)
+    return encode_sample(
+        reading(snapshot, applied(plan, "pytorch"), started=True, allocators={}, measured=lambda u: None)
+    )
 
 
 def no_driver_sample() -> dict[str, object]:

@@ -8,20 +8,23 @@ import pytest
 
 from jupyter_gpumem import standin
 from jupyter_gpumem.alerts import Alerts
+from jupyter_gpumem.budget import Breakdown, Reading
+from jupyter_gpumem.model import Device, GpuProcess, Snapshot
+from jupyter_gpumem.policy import Policy
+from jupyter_gpumem.state import State
 from jupyter_gpumem.units import MiB
 
 
 def sample(own_mib, budget_mib=1000, used_mib=None, total_mib=10000):
-    gpu = {
-        "index": 0,
-        "uuid": "GPU-0",
-        "name": "NVIDIA T4",
-        "own_bytes": None if own_mib is None else own_mib * MiB,
-        "budget_bytes": None if budget_mib is None else budget_mib * MiB,
-        "used_bytes": (used_mib if used_mib is not None else (own_mib or 0)) * MiB,
-        "total_bytes": total_mib * MiB,
-    }
-    return {"gpus": [gpu]}
+    """A Reading of one T4 on which this kernel holds ``own_mib`` (None: N/A) against ``budget_mib``."""
+    own = None if own_mib is None else own_mib * MiB
+    process = GpuProcess(1, "GPU-0", own, "compute", "python", "alice", 0.0, True)
+    used = (used_mib if used_mib is not None else (own_mib or 0)) * MiB
+    device = Device(0, "GPU-0", "NVIDIA T4", total_bytes=total_mib * MiB, used_bytes=used, processes=(process,))
+    budget = None if budget_mib is None else budget_mib * MiB
+    split = Breakdown(budget, budget is not None, own, None, False, None, None)
+    state = State(Policy(), None, (), True, None)
+    return Reading(Snapshot(0.0, 1, (device,)), state, False, {}, {"GPU-0": split})
 
 
 def test_budget_warnings_fire_once_per_episode():

@@ -53,7 +53,12 @@ def test_pytorch_first_the_magic_then_the_import(kernel_with):
     )
     assert queued.stdout == "['jupyter_gpumem.frameworks.pytorch'] False\n"
     status = kernel.run("%gpumem status").stdout
-    assert "Policy: fraction=0.5 growth=on gpus=1 threads=1 framework=pytorch, in force in PyTorch since" in status
+    # The CPU build of PyTorch: applied (threads hold), the GPU budget on no GPU, and status says why.
+    assert "Policy: fraction=0.5 growth=on gpus=1 threads=1 framework=pytorch, applied to PyTorch at" in status
+    assert (
+        "but the GPU budget is in force on no GPU: PyTorch 2.13.0+cpu is a CPU-only build (torch.version.cuda is "
+        "None), so it uses no GPU and the budget is not in force; for a CUDA build: pip install torch"
+    ) in status
 
 
 def test_pytorch_imported_first_gets_the_policy_at_once_and_inter_op_threads_fixed_already_are_said(kernel_with):
@@ -121,21 +126,22 @@ def test_auto_before_any_import_goes_to_whichever_is_imported_and_not_to_one_it_
     assert imported.stdout.startswith("jupyter-gpumem: applied fraction=0.5 gpus=1 to TensorFlow.\n")
     assert "JAX" not in imported.stdout
     assert kernel.run("import sys; print('jax' in sys.modules)").stdout == "True\n"  # TensorFlow imported it
-    assert "in force in TensorFlow since" in kernel.run("%gpumem status").stdout
+    assert "applied to TensorFlow at" in kernel.run("%gpumem status").stdout
     later = kernel.run("import torch")
     assert later.stdout.startswith(
         "jupyter-gpumem: applied fraction=0.5 gpus=1 to PyTorch too. TensorFlow already has this budget on the "
         "same GPUs, so together they may use up to 2 times it. To share one budget, restart the kernel and "
         "import them all before running %gpumem."
     )
-    assert "in force in TensorFlow and PyTorch since" in kernel.run("%gpumem status").stdout
+    both = kernel.run("%gpumem status").stdout
+    assert "applied to TensorFlow and PyTorch at" in both and "is a CPU-only build" in both
 
 
 def test_a_named_framework_gets_the_policy_even_when_another_imports_it(kernel_with):
     kernel = loaded(kernel_with)
     kernel.run("%gpumem limit=2GiB gpus=1 framework=jax")
     imported = kernel.run("import tensorflow as tf")  # which imports JAX
-    assert imported.stdout.startswith("jupyter-gpumem: applied limit=2048MiB gpus=1 framework=jax to JAX.")
+    assert imported.stdout.startswith("jupyter-gpumem: applied limit=2GiB gpus=1 framework=jax to JAX.")
     assert "TensorFlow" not in imported.stdout.splitlines()[0]
 
 

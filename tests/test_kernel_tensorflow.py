@@ -32,10 +32,11 @@ def test_magic_first_then_import_applies_the_policy_at_import(kernel_with):
     assert imported.status == "ok", imported.error
     assert "jupyter-gpumem: applied fraction=0.5 gpus=1 threads=1 to TensorFlow." in imported.stdout
     assert S1_GPU_B in imported.stdout
-    assert "TensorFlow sees no GPU" in imported.stdout  # tensorflow-cpu: said, not hidden
+    assert "Not in force: TensorFlow 2.21.0 is a CPU-only build" in imported.stdout  # tensorflow-cpu: said, not hidden
     assert kernel.run(THREADS).stdout == "1 1\n"
     status = kernel.run("%gpumem status").stdout
-    assert "Policy: fraction=0.5 gpus=1 threads=1, in force in TensorFlow since" in status
+    assert "Policy: fraction=0.5 gpus=1 threads=1, applied to TensorFlow at" in status
+    assert "in force in TensorFlow" not in status
 
 
 def test_imported_but_not_started_applies_at_once(kernel_with):
@@ -66,7 +67,7 @@ BAD_INPUTS = [
     ("%gpumem fraction=abc", "fraction=abc is not a number"),
     ("%gpumem limit=-1GiB", "limit=-1GiB must be above zero"),
     ("%gpumem limit=0MiB", "limit=0MiB must be above zero"),
-    ("%gpumem limit=20GiB gpus=1", "limit=20480MiB is more than GPU 1's 8192 MiB"),
+    ("%gpumem limit=20GiB gpus=1", "limit=20GiB is more than GPU 1's 8192 MiB"),
     ("%gpumem colour=blue", "colour= is not a %gpumem setting"),
     ("%gpumem gpus=7", "there is no GPU 7 here"),
     ("%gpumem gpus=GPU-00000000-dead", "there is no GPU GPU-00000000-dead here"),
@@ -95,7 +96,7 @@ def test_reset_forgets_a_policy_not_yet_applied(kernel_with):
     kernel.run("%gpumem gpus=1 threads=2")
     assert (
         kernel.run("%gpumem reset").stdout
-        == "jupyter-gpumem: forgot gpus=1 threads=2; the framework's own defaults apply.\n"
+        == "jupyter-gpumem: forgot gpus=1 threads=2; each framework's own defaults apply.\n"
     )
     assert kernel.run("import os; print('CUDA_VISIBLE_DEVICES' in os.environ)").stdout == "False\n"
     imported = kernel.run("import tensorflow as tf")
@@ -126,7 +127,7 @@ def test_configured_defaults_and_ceiling_from_the_environment(kernel_with):
     accepted = kernel.run("%gpumem fraction=0.5 gpus=1")
     assert "budget 4096 MiB (50% of 8192 MiB)" in accepted.stdout
     kernel.run("import tensorflow as tf")
-    assert "Policy: fraction=0.5 gpus=1, in force in TensorFlow" in kernel.run("%gpumem status").stdout
+    assert "Policy: fraction=0.5 gpus=1, applied to TensorFlow at" in kernel.run("%gpumem status").stdout
 
 
 def test_a_ceiling_alone_becomes_the_budget(kernel_with):
@@ -146,4 +147,27 @@ def test_ipython_configuration_sets_defaults_too(kernel_with, tmp_path):
     )
     kernel = kernel_with("s1_two_gpus", env={"IPYTHONDIR": str(profile)})
     status = kernel.run("%gpumem status").stdout
-    assert "Policy: limit=2048MiB, recorded and waiting for the framework's import." in status
+    assert "Policy: limit=2GiB, recorded and waiting for the framework's import." in status
+
+
+def test_tensorflow_cpu_every_surface_agrees_the_budget_is_in_force_on_no_gpu_and_why(kernel_with):
+    """NVML sees a GPU holding this kernel; tensorflow-cpu cannot use it. The import message, status,
+    explain and the sidebar's sample tell one story: applied, in force on no GPU, and what to install."""
+    from test_stream import connect, sample_where
+
+    kernel = kernel_with("own_process")
+    kernel.run("%load_ext jupyter_gpumem")
+    kernel.run("%gpumem fraction=0.4")
+    why = "TensorFlow 2.21.0 is a CPU-only build (tensorflow-cpu, or a platform without GPU wheels)"
+    install = "pip install 'tensorflow[and-cuda]'"
+    imported = kernel.run("import tensorflow as tf").stdout
+    assert f"Not in force: {why}" in imported and install in imported
+    status = kernel.run("%gpumem status").stdout
+    assert f"the GPU budget is in force on no GPU: {why}" in status and "in force in TensorFlow" not in status
+    explained = kernel.run("%gpumem explain").stdout
+    assert f"Policy fraction=0.4: applied to TensorFlow, but NOT in force on any GPU: {why}" in explained
+    assert "the 6550 MiB budget is not in force on this GPU" in explained and "holds." not in explained
+    comm_id, _ = connect(kernel)
+    sample = sample_where(kernel, comm_id, lambda s: s["policy_state"] is not None)
+    assert sample["policy_state"] == "not_in_force" and sample["policy_note"].startswith(why)
+    assert [(g["budget_bytes"], g["in_force"]) for g in sample["gpus"]] == [(int(0.4 * 16376 * 1024 * 1024), False)]

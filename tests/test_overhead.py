@@ -147,7 +147,7 @@ def plan_for(line, aside_mib):
 
 def split(line, aside_mib=400, **state):
     plan = plan_for(line, aside_mib)
-    options = {"framework": "TensorFlow", "in_force": True, "started": True, "hidden": False, "pool": None}
+    options = {"framework": "TensorFlow", "in_force": True, "why_not": None, "hidden": False, "pool": None}
     options.update(state)
     return breakdown(
         gpu((6, 1), 5927),
@@ -180,7 +180,9 @@ def test_the_reported_pool_is_used_over_the_planned_limit():
 
 
 def test_a_policy_that_is_not_in_force_is_the_reason():
-    assert split("fraction=0.5", in_force=False).reason == ("the policy is not in force: TensorFlow started before it")
+    late = split("fraction=0.5", in_force=False, why_not="TensorFlow started before it")
+    assert late.reason == "the policy is not in force: TensorFlow started before it"
+    assert not late.in_force
 
 
 def test_within_budget_there_is_no_reason():
@@ -199,7 +201,7 @@ from jupyter_gpumem.control import controller
 from jupyter_gpumem.snapshot import take_snapshot
 from jupyter_gpumem.units import MiB
 c = controller()
-pool = c.current_plan(take_snapshot()).gpus[0].allocator_limit_bytes
+pool = c.state.plan.gpus[0].allocator_limit_bytes
 print([m.bytes // MiB for m in c.calibration.observe(take_snapshot(), {{"{uuid}": pool}}, "TensorFlow", {version!r})])
 """
 
@@ -210,7 +212,7 @@ def test_the_next_kernel_plans_with_the_overhead_the_first_one_measured(kernel_w
     first.run("%load_ext jupyter_gpumem")
     planned = first.run("%gpumem fraction=0.5 gpus=0").stdout
     assert "allocator limit 5311 MiB + about 400 MiB CUDA context and libraries (estimated" in planned
-    version = first.run("print(__import__('jupyter_gpumem.control').control.controller().active()[0].version())")
+    version = first.run("print(__import__('jupyter_gpumem.control').control.controller().state.adapters[0].version())")
     measured = first.run(MEASURE.format(uuid=GPU, version=version.stdout.strip()))
     assert measured.stdout == "[616]\n", measured.stderr  # 5927 MiB held - 5311 MiB pool
     status = first.run("%gpumem status").stdout

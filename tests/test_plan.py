@@ -58,7 +58,7 @@ def test_strict_off_is_the_allocator_pool_alone(scenario):
     [
         ("gpus=3", "there is no GPU 3 here (GPUs on this machine: 0, 1"),
         ("gpus=GPU-ffff", "there is no GPU GPU-ffff here"),
-        ("limit=9GiB gpus=1", "limit=9216MiB is more than GPU 1's 8192 MiB"),
+        ("limit=9GiB gpus=1", "limit=9GiB is more than GPU 1's 8192 MiB"),  # echoed as typed
         ("limit=300MiB", "leaves nothing for tensors after about 450 MiB of CUDA context"),
     ],
 )

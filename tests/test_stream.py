@@ -154,7 +154,7 @@ def test_a_failing_sample_is_logged_once_and_sampling_goes_on(caplog):
         return item
 
     sent = []
-    sampler = Sampler(take, sent.append, interval_s=0.2, history_s=10)
+    sampler = Sampler(take, sent.append, keep=dict, interval_s=0.2, history_s=10)
     with caplog.at_level("WARNING", logger="jupyter_gpumem"):
         sampler.start()
         deadline = time.monotonic() + 10

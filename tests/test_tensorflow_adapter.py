@@ -23,9 +23,14 @@ from jupyter_gpumem.units import MiB
 OVERHEAD = Overhead(450 * MiB, "estimated", "a test figure")
 
 
+CPU_BUILD = {"is_cuda_build": False, "is_rocm_build": False, "is_tensorrt_build": False}  # tensorflow-cpu 2.21
+CUDA_BUILD = {"is_cuda_build": True, "cuda_version": "12.5.1", "cudnn_version": "9"}  # tensorflow 2.21 on Linux
+
+
 class RecordingTfConfig:
-    def __init__(self, gpus: int):
+    def __init__(self, gpus: int, build: dict[str, Any] | None = None):
         self.gpus = [f"PhysicalDevice(GPU:{i})" for i in range(gpus)]
+        self.build = build or CUDA_BUILD
         self.calls: list[tuple[Any, ...]] = []
 
     def version(self) -> str:
@@ -61,17 +66,23 @@ class RecordingTfConfig:
     def memory_info(self) -> list[tuple[int, int]]:
         return []
 
+    def build_info(self) -> dict[str, Any]:
+        return self.build
+
 
 @pytest.fixture(autouse=True)
 def clean_growth_variable(monkeypatch):
     monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)
 
 
-def apply(line: str, tf_sees: int) -> tuple[list[tuple[Any, ...]], list[str]]:
+def apply(line: str, tf_sees: int, build: dict[str, Any] | None = None) -> tuple[list[tuple[Any, ...]], list[str]]:
+    """The calls TensorFlow got, and what it says: its notes, then why the budget holds on no GPU."""
     plan = make_plan(parse(line.split()), nvml.read(os.getpid(), HostProcesses().lookup), lambda device: OVERHEAD)
-    config = RecordingTfConfig(tf_sees)
-    notes = TensorFlow(config).apply(plan)
-    return config.calls, notes
+    config = RecordingTfConfig(tf_sees, build)
+    tensorflow = TensorFlow(config)
+    notes = tensorflow.apply(plan)
+    problem = tensorflow.gpu_problem(plan)
+    return config.calls, [*notes, *([problem] if problem else [])]
 
 
 def test_s1_imported_after_the_magic_tf_sees_only_gpu_1_and_caps_it(scenario):
@@ -119,11 +130,31 @@ def test_a_count_mismatch_changes_no_gpu_setting_and_says_so(scenario):
     assert "TensorFlow sees 3 GPU(s) but NVML 2" in notes[0]
 
 
-def test_tensorflow_without_gpus_says_the_plan_is_not_in_force(scenario):
+def test_a_cpu_only_tensorflow_says_in_one_sentence_why_the_budget_is_not_in_force(scenario):
     scenario("s1_two_gpus")
-    calls, notes = apply("fraction=0.5 threads=2", tf_sees=0)
+    calls, notes = apply("fraction=0.5 threads=2", tf_sees=0, build=CPU_BUILD)
     assert calls == [("threads", 2, 2)]
-    assert notes[0].startswith("TensorFlow sees no GPU")
+    assert notes == [
+        "TensorFlow 2.x is a CPU-only build (tensorflow-cpu, or a platform without GPU wheels), so it uses no GPU "
+        "and the budget is not in force; for the GPU build: pip install 'tensorflow[and-cuda]'."
+    ]
+
+
+def test_a_cuda_build_without_its_libraries_names_the_versions_it_needs(scenario):
+    scenario("s1_two_gpus")
+    calls, notes = apply("fraction=0.5", tf_sees=0, build=CUDA_BUILD)
+    assert calls == []
+    assert notes == [
+        "TensorFlow 2.x is built for CUDA 12.5.1, cuDNN 9 but found no GPU: those libraries are not installed or "
+        "not found (TensorFlow's log names the missing one), so the budget is not in force; "
+        "pip install 'tensorflow[and-cuda]' installs the matching ones."
+    ]
+
+
+def test_a_tensorflow_that_sees_the_gpus_has_no_problem_to_report(scenario):
+    scenario("s1_two_gpus")
+    _, notes = apply("fraction=0.5", tf_sees=2, build=CPU_BUILD)  # what it sees decides, not the label
+    assert notes == []
 
 
 def test_variables_set_before_import():

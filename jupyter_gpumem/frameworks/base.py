@@ -7,7 +7,7 @@ import importlib.metadata
 import importlib.util
 import sys
 from abc import ABC, abstractmethod
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..plan import Plan
 
@@ -19,6 +19,11 @@ class Allocator(NamedTuple):
     peak: int  # by tensors at most so far
     pool: int | None  # reserved from the GPU; None where the framework does not tell
 
+    def plus(self, more: Allocator) -> Allocator:
+        """Two frameworks' allocators on one GPU, together."""
+        pool = self.pool + more.pool if self.pool is not None and more.pool is not None else None
+        return Allocator(self.in_use + more.in_use, self.peak + more.peak, pool)
+
 
 class Adapter(ABC):
     name: str  # for people: "TensorFlow"
@@ -26,6 +31,14 @@ class Adapter(ABC):
     distributions: tuple[str, ...]  # the packages that install the module, for its version before import
     library_bytes: int  # its libraries' handles and workspaces per GPU, outside the allocator (estimate)
     takes: str  # what it takes of a GPU without a policy, after its name: "takes nearly all ..."
+    array_modules: tuple[str, ...]  # the top-level modules its arrays' types come from
+    placing: str  # how code places work on GPU 1, which users take for choosing the GPU
+    free_earlier: str | None  # how to free tensors of earlier cells from its pool; None: it has no pool to free
+
+    @property
+    def default_phrase(self) -> str:
+        """ "TensorFlow takes nearly all ..." """
+        return f"{self.name} {self.takes}"
 
     def imported(self) -> bool:
         return self.module in sys.modules
@@ -38,7 +51,7 @@ class Adapter(ABC):
         module = sys.modules.get(self.module)
         if module is not None and getattr(module, "__version__", None):
             return str(module.__version__)
-        return _installed_version(self.distributions)
+        return installed_version(self.distributions)
 
     def environment(self, plan: Plan) -> dict[str, str]:
         """Variables to set before the framework is imported (it reads them at import or start-up)."""
@@ -58,6 +71,16 @@ class Adapter(ABC):
             return f"{self.name} has already started in this kernel and fixes its GPU memory and thread settings then"
         return None
 
+    def gpu_problem(self, plan: Plan) -> str | None:
+        """Why the plan's GPU budget holds on no GPU in this framework although NVML sees GPUs (a
+        sentence naming the build and what to install), or None. Asked once the plan is applied;
+        must not start the framework."""
+        return None
+
+    @abstractmethod
+    def concatenate(self, values: list[Any]) -> Any:
+        """This framework's arrays (tensors) joined along the first dimension."""
+
     @abstractmethod
     def apply(self, plan: Plan) -> list[str]:
         """Apply the plan to the imported, not yet initialised framework; lines saying what took effect."""
@@ -73,7 +96,7 @@ class Adapter(ABC):
 
 
 @functools.cache
-def _installed_version(distributions: tuple[str, ...]) -> str | None:
+def installed_version(distributions: tuple[str, ...]) -> str | None:
     """The first of these packages that is installed (looked up once: the sampler plans every interval)."""
     for distribution in distributions:
         try:

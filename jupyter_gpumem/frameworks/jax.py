@@ -16,11 +16,12 @@ from typing import Any
 
 from ..plan import Plan
 from ..units import MiB
-from .base import Adapter, Allocator
+from .base import Adapter, Allocator, installed_version
 
 # cuBLAS/cuDNN handles and XLA's autotuning workspaces per GPU, outside its allocator pool.
 LIBRARY_BYTES = 150 * MiB
 DEFAULT_FRACTION = 0.75
+GPU_PLUGINS = ("jax-cuda12-plugin", "jax-cuda13-plugin", "jax-cuda12-pjrt", "jax-cuda13-pjrt", "jax-rocm7-plugin")
 
 
 class Jax(Adapter):
@@ -29,6 +30,9 @@ class Jax(Adapter):
     distributions = ("jax",)
     library_bytes = LIBRARY_BYTES
     takes = "takes 75% of the memory of every GPU it can see when it starts (and keeps it)"
+    array_modules = ("jax", "jaxlib")
+    placing = "jax.device_put(x, jax.devices()[1])"
+    free_earlier = "del them (JAX frees an array's memory when its last reference goes)"
 
     def environment(self, plan: Plan) -> dict[str, str]:
         env = super().environment(plan)
@@ -73,6 +77,18 @@ class Jax(Adapter):
             )
         return notes
 
+    def gpu_problem(self, plan: Plan) -> str | None:
+        if not plan.gpus or _gpu_plugin() is not None:
+            return None
+        return (
+            f"JAX {self.version() or '(version unknown)'} has only its CPU backend here (no jax-cuda12-plugin or "
+            "jax-cuda13-plugin installed), so it uses no GPU and the budget is not in force; for the GPU: "
+            "pip install -U 'jax[cuda12]'."
+        )
+
+    def concatenate(self, values: list[Any]) -> Any:
+        return sys.modules["jax.numpy"].concatenate(values, axis=0)
+
     def memory_in_use(self) -> tuple[Allocator, ...]:
         if not (self.imported() and self.initialised()):
             return ()
@@ -91,6 +107,15 @@ class Jax(Adapter):
             gpus = _gpus()
             lines.append(f"JAX uses {len(gpus)} GPU(s)." if gpus else "JAX uses no GPU.")
         return lines
+
+
+def _gpu_plugin() -> str | None:
+    """The installed package that gives JAX a GPU backend, found without importing it."""
+    for distribution in GPU_PLUGINS:
+        if installed_version((distribution,)) is not None:
+            return distribution
+    jaxlib = installed_version(("jaxlib",)) or ""
+    return "jaxlib" if "cuda" in jaxlib or "rocm" in jaxlib else None  # before plugins: jaxlib 0.4.x+cuda12
 
 
 def pool_fraction(plan: Plan) -> float | None:

@@ -27,6 +27,7 @@ LIBRARY_BYTES = 100 * MiB
 
 class TorchConfig(Protocol):
     def version(self) -> str: ...
+    def cuda_version(self) -> str | None: ...  # torch.version.cuda (or .hip); None: a CPU-only build
     def initialised(self) -> bool: ...
     def on_cuda_start(self, call: Callable[[], None]) -> None: ...  # now, if CUDA has started
     def device_count(self) -> int: ...
@@ -49,6 +50,11 @@ class RealTorchConfig:
 
     def version(self) -> str:
         return str(self._torch.__version__)
+
+    def cuda_version(self) -> str | None:
+        built = self._torch.version
+        found = getattr(built, "cuda", None) or getattr(built, "hip", None)
+        return str(found) if found else None
 
     def initialised(self) -> bool:
         return bool(self._torch.cuda.is_initialized())
@@ -102,6 +108,9 @@ class PyTorch(Adapter):
     distributions = ("torch",)
     library_bytes = LIBRARY_BYTES
     takes = "takes what its tensors need on every GPU it uses, without a cap, and keeps what they free cached"
+    array_modules = ("torch",)
+    placing = 'torch.device("cuda:1")'
+    free_earlier = None  # no pool taken at start: what tensors free stays cached (fragmentation is its cause)
 
     def __init__(self, config: TorchConfig | None = None):
         self.config: TorchConfig = config or RealTorchConfig()
@@ -145,6 +154,27 @@ class PyTorch(Adapter):
             by_uuid = {g.uuid: g.allocator_limit_bytes for g in plan.gpus}
             self.config.on_cuda_start(lambda: self._set_fractions(by_uuid, limits))
         return notes
+
+    def gpu_problem(self, plan: Plan) -> str | None:
+        if not plan.gpus:
+            return None
+        version, cuda = self.config.version(), self.config.cuda_version()
+        if cuda is None:
+            return (
+                f"PyTorch {version} is a CPU-only build (torch.version.cuda is None), so it uses no GPU and the "
+                "budget is not in force; for a CUDA build: pip install torch --index-url "
+                "https://download.pytorch.org/whl/cu128 (pytorch.org lists the others)."
+            )
+        if self.config.device_count() == 0:
+            return (
+                f"PyTorch {version} is built for CUDA {cuda} but sees no GPU (torch.cuda.device_count() is 0): "
+                f"the NVIDIA driver is too old for CUDA {cuda}, or CUDA_VISIBLE_DEVICES hides every GPU; "
+                "the budget is not in force."
+            )
+        return None
+
+    def concatenate(self, values: list[Any]) -> Any:
+        return sys.modules["torch"].cat(values, dim=0)
 
     def _set_fractions(self, by_uuid: dict[str, int | None], in_order: list[int | None]) -> None:
         """At CUDA start: each GPU's fraction of its total, found by UUID (CUDA's order need not be NVML's)."""

@@ -33,6 +33,7 @@ class TfConfig(Protocol):
     def set_threads(self, intra: int | None, inter: int | None) -> None: ...
     def threads(self) -> tuple[int, int]: ...  # 0: TensorFlow's default (all cores)
     def memory_info(self) -> list[tuple[int, int]]: ...  # in use, peak per GPU; only once initialised
+    def build_info(self) -> dict[str, Any]: ...  # tf.sysconfig.get_build_info(): is_cuda_build, cuda_version...
 
 
 class RealTfConfig:
@@ -93,6 +94,9 @@ class RealTfConfig:
             stats.append((int(info["current"]), int(info["peak"])))
         return stats
 
+    def build_info(self) -> dict[str, Any]:
+        return dict(self._tf.sysconfig.get_build_info())
+
 
 class TensorFlow(Adapter):
     name = "TensorFlow"
@@ -100,6 +104,9 @@ class TensorFlow(Adapter):
     distributions = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tf-nightly")
     library_bytes = LIBRARY_BYTES
     takes = "takes nearly all the memory of every GPU it can see when it starts (and keeps it)"
+    array_modules = ("tensorflow",)
+    placing = 'tf.device("/gpu:1")'
+    free_earlier = "del them and call tf.keras.backend.clear_session()"
 
     def __init__(self, config: TfConfig | None = None):
         self.config: TfConfig = config or RealTfConfig()
@@ -131,13 +138,24 @@ class TensorFlow(Adapter):
             lines.extend(self._apply_gpus(plan))
         return lines
 
-    def _apply_gpus(self, plan: Plan) -> list[str]:
+    def gpu_problem(self, plan: Plan) -> str | None:
+        if not plan.gpus:
+            return None
         found = self.config.physical_gpus()
         if not found:
-            return [
-                "TensorFlow sees no GPU (a CPU-only build, or CUDA is not set up for it), so the GPU "
-                "memory plan is not in force; it would be on a TensorFlow build with GPU support."
-            ]
+            return _no_gpu(self.config.version(), self.config.build_info())
+        if len(found) not in (len(plan.gpus), len(plan.gpus) + len(plan.hidden)):
+            return (
+                f"TensorFlow sees {len(found)} GPU(s) but NVML {len(plan.gpus) + len(plan.hidden)}, so "
+                "jupyter-gpumem cannot tell which is which and changed no GPU setting. Restart the kernel "
+                "and run %gpumem before importing TensorFlow."
+            )
+        return None
+
+    def _apply_gpus(self, plan: Plan) -> list[str]:
+        if self.gpu_problem(plan):
+            return []  # the controller says why, with the state it publishes
+        found = self.config.physical_gpus()
         if len(found) == len(plan.gpus):
             targets = found  # CUDA_VISIBLE_DEVICES was set before import: TensorFlow sees just these
         elif len(found) == len(plan.gpus) + len(plan.hidden):
@@ -146,18 +164,15 @@ class TensorFlow(Adapter):
             by_index = sorted([*(g.index for g in plan.gpus), *(d.index for d in plan.hidden)])
             targets = [found[by_index.index(g.index)] for g in plan.gpus]
             self.config.set_visible_gpus(targets)
-        else:
-            return [
-                f"TensorFlow sees {len(found)} GPU(s) but NVML {len(plan.gpus) + len(plan.hidden)}, "
-                "so jupyter-gpumem cannot tell which is which and changed no GPU setting. "
-                "Restart the kernel and run %gpumem before importing TensorFlow."
-            ]
         for gpu, target in zip(plan.gpus, targets, strict=True):
             if gpu.allocator_limit_bytes is not None:
                 self.config.set_memory_limit(target, gpu.allocator_limit_bytes // MiB)
             elif plan.policy.growth is not None:
                 self.config.set_memory_growth(target, plan.policy.growth)
         return []
+
+    def concatenate(self, values: list[Any]) -> Any:
+        return sys.modules["tensorflow"].concat(values, axis=0)
 
     def memory_in_use(self) -> tuple[Allocator, ...]:
         if not (self.imported() and self.initialised()):
@@ -187,6 +202,23 @@ class TensorFlow(Adapter):
             cap = f"memory_limit {format_bytes(limit * MiB)}" if limit else "no memory limit (takes nearly all)"
             lines.append(f"TensorFlow GPU:{position}: {cap}, growth {'on' if _grows(growth) else 'off'}")
         return lines
+
+
+def _no_gpu(version: str, build: dict[str, Any]) -> str:
+    """Why TensorFlow found no GPU, from its own build information, and what to install."""
+    if not build.get("is_cuda_build") and not build.get("is_rocm_build"):
+        return (
+            f"TensorFlow {version} is a CPU-only build (tensorflow-cpu, or a platform without GPU wheels), so it "
+            "uses no GPU and the budget is not in force; for the GPU build: pip install 'tensorflow[and-cuda]'."
+        )
+    needs = ", ".join(
+        f"{name} {build[key]}" for key, name in (("cuda_version", "CUDA"), ("cudnn_version", "cuDNN")) if build.get(key)
+    )
+    return (
+        f"TensorFlow {version} is built for {needs or 'a GPU'} but found no GPU: those libraries are not "
+        "installed or not found (TensorFlow's log names the missing one), so the budget is not in force; "
+        "pip install 'tensorflow[and-cuda]' installs the matching ones."
+    )
 
 
 def _grows(growth: bool | None) -> bool:

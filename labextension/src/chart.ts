@@ -94,13 +94,14 @@ export class Chart {
 
   /**
    * Draw the last `windowMs` of the series, one point per pixel column (peaks kept). Skips the
-   * redraw when no pixel would change; resolves with whether it drew.
+   * redraw when no pixel would change; resolves with whether it drew. `inUse` names the line of
+   * the framework allocator's bytes in use.
    */
   async render(
     full: ISeries,
     windowMs: number,
     colors: IColors,
-    framework: string
+    inUse: string
   ): Promise<boolean> {
     const Plotly = await loadPlotly();
     const width = Math.max(100, this.node.clientWidth || 300);
@@ -121,22 +122,14 @@ export class Chart {
       s,
       bucketMs,
       pixelBytes,
-      [width, height, framework, colors.text].join()
+      [width, height, inUse, colors.text].join()
     );
     if (key === this._key) {
       return false;
     }
     this._key = key;
     const end = (Math.floor(s.t[s.t.length - 1] / bucketMs) + 1) * bucketMs;
-    this._draw(
-      Plotly,
-      s,
-      [end - windowMs, end],
-      width,
-      height,
-      colors,
-      framework
-    );
+    this._draw(Plotly, s, [end - windowMs, end], width, height, colors, inUse);
     return true;
   }
 
@@ -147,7 +140,7 @@ export class Chart {
     width: number,
     height: number,
     colors: IColors,
-    framework: string
+    inUse: string
   ): void {
     const line = (color: string, dash = 'solid', width = 2) => ({
       color,
@@ -169,7 +162,7 @@ export class Chart {
         line: line(colors.own),
         fill: 'tozeroy'
       }),
-      trace(`${framework} in use`, s.framework, {
+      trace(inUse, s.framework, {
         line: line(colors.framework, 'dot')
       }),
       trace('other processes', s.others, { line: line(colors.others) }),

@@ -3,7 +3,7 @@
  * Numbers only (NaN where a figure was N/A), so an hour at 1 s stays a few hundred kilobytes.
  */
 
-import { ISample } from './protocol';
+import { IGpu, ISample } from './protocol';
 
 export const FIELDS = [
   'own',
@@ -50,6 +50,24 @@ const value = (v: number | null): number => (v === null ? NaN : v);
 
 export function gpuKey(gpu: { uuid: string | null; index: number }): string {
   return gpu.uuid ?? `index ${gpu.index}`;
+}
+
+/**
+ * The GPU to show (its key): the one already shown while it is still there; else, at first look,
+ * the GPU this kernel has a budget on, else the one it uses, else the first. Null: no GPU.
+ */
+export function chooseGpu(
+  gpus: Pick<IGpu, 'uuid' | 'index' | 'budgetBytes' | 'ownBytes'>[],
+  shown: string | null
+): string | null {
+  if (shown !== null && gpus.some(g => gpuKey(g) === shown)) {
+    return shown;
+  }
+  const pick =
+    gpus.find(g => g.budgetBytes !== null) ??
+    gpus.find(g => (g.ownBytes ?? 0) > 0) ??
+    gpus[0];
+  return pick === undefined ? null : gpuKey(pick);
 }
 
 export class History {

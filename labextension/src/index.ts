@@ -17,7 +17,8 @@ import { LabIcon } from '@jupyterlab/ui-components';
 
 import { Channel } from './channel';
 import { GpuMemPanel } from './panel';
-import { ISettings } from './protocol';
+import { notebookLabel } from './format';
+import { readSettings } from './protocol';
 
 const PLUGIN_ID = 'jupyter-gpumem:plugin';
 const COMMAND = 'jupyter-gpumem:open';
@@ -30,17 +31,6 @@ const gpuIcon = new LabIcon({
     '5 3h2v3H5zm4 0h2v3H9zm4 0h2v3h-2zm4 0h2v3h-2zM5 18h2v3H5zm4 0h2v3H9zm4 0h2v3h-2zm4 0h2v3h-2z"/>' +
     '</svg>'
 });
-
-function readSettings(settings: ISettingRegistry.ISettings | null): ISettings {
-  const get = (key: string, fallback: number) => {
-    const value = settings?.composite[key];
-    return typeof value === 'number' ? value : fallback;
-  };
-  return {
-    intervalS: get('intervalSeconds', 1),
-    historyS: get('historyMinutes', 15) * 60
-  };
-}
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
@@ -94,7 +84,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       const kernel = notebook?.sessionContext.session?.kernel ?? null;
       const channel = kernel ? channelFor(kernel) : null;
       const label = notebook
-        ? `${notebook.context.path} — ${kernel ? notebook.sessionContext.kernelDisplayName : 'no kernel'}`
+        ? notebookLabel(
+            notebook.context.path,
+            kernel ? notebook.sessionContext.kernelDisplayName : null
+          )
         : '';
       panel.follow(channel, label);
       if (channel && channel.state === 'idle' && panel.isVisible) {
@@ -126,7 +119,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       try {
         const loaded = await registry.load(PLUGIN_ID);
         const apply = () => {
-          settings = readSettings(loaded);
+          settings = readSettings(loaded.composite);
           channels.forEach(channel => channel.configure(settings));
         };
         loaded.changed.connect(apply);

@@ -10,6 +10,12 @@
 export const PROTOCOL = 1;
 export const TARGET = 'jupyter_gpumem';
 
+/** The sampling interval and history window until the settings say otherwise. The settings
+ * schema (labextension/schema/plugin.json) repeats them as its defaults; a unit test keeps the
+ * two equal. */
+export const DEFAULT_INTERVAL_S = 1;
+export const DEFAULT_HISTORY_S = 900;
+
 /** One process on one GPU. `null`: not known (N/A), never 0. */
 export interface IProcess {
   pid: number;
@@ -50,9 +56,18 @@ export interface IGpu {
   frameworkBytes: number | null;
   frameworkPeakBytes: number | null;
   processesKnown: boolean;
+  /** This GPU's budget is in force in the framework (false from a kernel that does not say). */
+  inForce: boolean;
   /** Absent in replayed history, which keeps the charted figures only. */
   processes: IProcess[] | null;
 }
+
+/**
+ * Where the kernel's policy stands: recorded (waiting for the framework's import), in force on at
+ * least one GPU, or applied (or too late) but in force on none. Null: no policy.
+ */
+export type PolicyState = 'recorded' | 'in_force' | 'not_in_force';
+const POLICY_STATES: PolicyState[] = ['recorded', 'in_force', 'not_in_force'];
 
 export interface ISample {
   /** Seconds since the epoch (kernel clock). */
@@ -62,6 +77,12 @@ export interface ISample {
   policy: string | null;
   framework: string | null;
   frameworkStarted: boolean;
+  /** What the policy's framework(s) take of a GPU without a budget, a phrase that starts with
+   * the framework's name ("TensorFlow takes nearly all the memory …"); null: not known. */
+  takes: string | null;
+  policyState: PolicyState | null;
+  /** One sentence to show next to the policy ("applies when `import tensorflow` completes"). */
+  policyNote: string | null;
   gpus: IGpu[];
 }
 
@@ -147,6 +168,26 @@ function source(value: unknown, where: string): OverheadSource | null {
   return name as OverheadSource | null;
 }
 
+function policyState(value: unknown, where: string): PolicyState | null {
+  const name = text(value, where);
+  if (name !== null && !POLICY_STATES.includes(name as PolicyState)) {
+    throw new ProtocolError(
+      `${where} is not one of ${POLICY_STATES.join(', ')}`
+    );
+  }
+  return name as PolicyState | null;
+}
+
+/** A field added to protocol 1 after its first release: an older kernel leaves it out. */
+function optional<T>(
+  value: unknown,
+  where: string,
+  parse: (value: unknown, where: string) => T,
+  absent: T
+): T {
+  return value === undefined ? absent : parse(value, where);
+}
+
 function parseProcess(value: unknown, where: string): IProcess {
   const p = object(value, where);
   return {
@@ -182,6 +223,7 @@ function parseGpu(value: unknown, where: string): IGpu {
       `${where}.framework_peak_bytes`
     ),
     processesKnown: flag(g.processes_known, `${where}.processes_known`),
+    inForce: optional(g.in_force, `${where}.in_force`, flag, false),
     processes:
       g.processes === undefined
         ? null
@@ -200,6 +242,14 @@ export function parseSample(value: unknown, where = 'sample'): ISample {
     policy: text(s.policy, `${where}.policy`),
     framework: text(s.framework, `${where}.framework`),
     frameworkStarted: flag(s.framework_started, `${where}.framework_started`),
+    takes: optional(s.takes, `${where}.takes`, text, null),
+    policyState: optional(
+      s.policy_state,
+      `${where}.policy_state`,
+      policyState,
+      null
+    ),
+    policyNote: optional(s.policy_note, `${where}.policy_note`, text, null),
     gpus: array(s.gpus, `${where}.gpus`).map((g, i) =>
       parseGpu(g, `${where}.gpus[${i}]`)
     )
@@ -249,6 +299,28 @@ export function receive(data: unknown): KernelMessage | null {
 export interface ISettings {
   intervalS: number;
   historyS: number;
+}
+
+export const DEFAULT_SETTINGS: ISettings = {
+  intervalS: DEFAULT_INTERVAL_S,
+  historyS: DEFAULT_HISTORY_S
+};
+
+/**
+ * The settings from the registry's composite values (schema/plugin.json: `intervalSeconds`,
+ * `historyMinutes`); a value that is missing or not a number gets its default.
+ */
+export function readSettings(
+  composite: Readonly<Record<string, unknown>> | null
+): ISettings {
+  const get = (key: string, fallback: number) => {
+    const value = composite?.[key];
+    return typeof value === 'number' ? value : fallback;
+  };
+  return {
+    intervalS: get('intervalSeconds', DEFAULT_INTERVAL_S),
+    historyS: get('historyMinutes', DEFAULT_HISTORY_S / 60) * 60
+  };
 }
 
 export type ConfigureMessage = {

@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { pixelKey } from '../../labextension/src/chart';
-import { History, decimate } from '../../labextension/src/history';
+import {
+  History,
+  chooseGpu,
+  decimate,
+  gpuKey
+} from '../../labextension/src/history';
 import {
   ISample,
   ISampleMessage,
@@ -156,4 +161,37 @@ test('the chart redraws only when a pixel would change', () => {
   assert.equal(key(), first);
   history.push(at(11, 1020)); // two pixels more
   assert.notEqual(key(), first);
+});
+
+test('at first look the panel shows the GPU with a budget, else the one in use, else the first', () => {
+  const gpu = (
+    index: number,
+    budgetBytes: number | null,
+    ownBytes: number | null
+  ) => ({ index, uuid: `GPU-${index}`, budgetBytes, ownBytes });
+  assert.equal(chooseGpu([], null), null);
+  assert.equal(
+    chooseGpu(
+      [gpu(0, null, 0), gpu(1, 4096 * MiB, 0), gpu(2, null, MiB)],
+      null
+    ),
+    'GPU-1'
+  );
+  assert.equal(
+    chooseGpu([gpu(0, null, null), gpu(1, null, 0), gpu(2, null, MiB)], null),
+    'GPU-2'
+  );
+  assert.equal(chooseGpu([gpu(0, null, null), gpu(1, null, 0)], null), 'GPU-0');
+  assert.equal(
+    chooseGpu([{ ...gpu(0, null, null), uuid: null }], null),
+    'index 0'
+  );
+});
+
+test('the GPU the user chose stays chosen while it is there', () => {
+  const gpus = S1.gpus; // GPU 1 has the budget
+  assert.equal(chooseGpu(gpus, null), GPU_B);
+  const other = gpuKey(gpus[0]);
+  assert.equal(chooseGpu(gpus, other), other);
+  assert.equal(chooseGpu(gpus, 'GPU-gone'), GPU_B);
 });

@@ -1,12 +1,19 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 
 import {
+  DEFAULT_HISTORY_S,
+  DEFAULT_INTERVAL_S,
+  DEFAULT_SETTINGS,
   IHello,
   ISampleMessage,
+  ProtocolError,
   configureMessage,
   connectCode,
   parseMessage,
+  readSettings,
   receive
 } from '../../labextension/src/protocol';
 import { fixture, malformed } from './fixtures';
@@ -114,4 +121,143 @@ test('the connect code calls the kernel side without leaving names behind', () =
     connectCode({ intervalS: 0.2, historyS: 900 }),
     "__import__('jupyter_gpumem')._connect_sidebar(interval_s=0.2, history_s=900)"
   );
+});
+
+type Json = Record<string, unknown>;
+
+/** The S1 sample fixture as the kernel sent it, with its sample's top level and its GPUs
+ * changed: `undefined` removes a field (what an older kernel sends). */
+function s1(top: Json, gpu: Json = {}): Json {
+  const message = fixture('sample.json') as { sample: Json };
+  const drop = (o: Json) => {
+    for (const [key, value] of Object.entries(o)) {
+      if (value === undefined) {
+        delete o[key];
+      }
+    }
+    return o;
+  };
+  const sample = drop({ ...message.sample, ...top });
+  sample.gpus = (sample.gpus as Json[]).map(g => drop({ ...g, ...gpu }));
+  return { ...message, sample };
+}
+
+const sampleOf = (data: unknown) =>
+  (parseMessage(data) as ISampleMessage).sample;
+
+const TAKES =
+  'TensorFlow takes nearly all the memory of every GPU it can see when it starts (and keeps it)';
+
+test('what the framework takes, where the policy stands and its note are read as the kernel sent them', () => {
+  const sample = sampleOf(
+    s1(
+      {
+        takes: TAKES,
+        policy_state: 'in_force',
+        policy_note: 'in force in TensorFlow since 10:42:01'
+      },
+      { in_force: true }
+    )
+  );
+  assert.equal(sample.takes, TAKES);
+  assert.equal(sample.policyState, 'in_force');
+  assert.equal(sample.policyNote, 'in force in TensorFlow since 10:42:01');
+  assert.deepEqual(
+    sample.gpus.map(g => g.inForce),
+    [true, true]
+  );
+  for (const state of ['recorded', 'not_in_force', null]) {
+    assert.equal(sampleOf(s1({ policy_state: state })).policyState, state);
+  }
+  const none = sampleOf(
+    s1(
+      { takes: null, policy_state: null, policy_note: null },
+      { in_force: false }
+    )
+  );
+  assert.deepEqual(
+    [none.takes, none.policyState, none.policyNote, none.gpus[1].inForce],
+    [null, null, null, false]
+  );
+});
+
+test('an older kernel without those fields still streams: no takes, no state, no note, not in force', () => {
+  const sample = sampleOf(
+    s1(
+      { takes: undefined, policy_state: undefined, policy_note: undefined },
+      { in_force: undefined }
+    )
+  );
+  assert.deepEqual(
+    [sample.takes, sample.policyState, sample.policyNote],
+    [null, null, null]
+  );
+  assert.deepEqual(
+    sample.gpus.map(g => g.inForce),
+    [false, false]
+  );
+  assert.equal(sample.gpus[1].budgetBytes, 4096 * MiB);
+});
+
+test('a policy state the protocol does not name, or a wrongly typed new field, drops the message', () => {
+  const refused: [Json, RegExp][] = [
+    [
+      s1({ policy_state: 'applied' }),
+      /^sample\.policy_state is not one of recorded, in_force, not_in_force$/
+    ],
+    [s1({ policy_state: 3 }), /^sample\.policy_state is not a string$/],
+    [s1({ policy_state: '' }), /policy_state is not one of/],
+    [s1({ takes: ['TensorFlow'] }), /^sample\.takes is not a string$/],
+    [s1({ policy_note: false }), /^sample\.policy_note is not a string$/],
+    [
+      s1({}, { in_force: 'yes' }),
+      /^sample\.gpus\[0\]\.in_force is not true or false$/
+    ],
+    [s1({}, { in_force: null }), /in_force is not true or false/]
+  ];
+  for (const [data, message] of refused) {
+    assert.throws(
+      () => parseMessage(data),
+      (error: unknown) =>
+        error instanceof ProtocolError && message.test(error.message)
+    );
+  }
+  const warnings: string[] = [];
+  const original = console.warn;
+  console.warn = (text: string) => warnings.push(text);
+  try {
+    assert.equal(receive(s1({ policy_state: 'applied' })), null);
+  } finally {
+    console.warn = original;
+  }
+  assert.equal(warnings.length, 1);
+});
+
+test("the settings schema's defaults are the sidebar's defaults", () => {
+  const schema = JSON.parse(
+    readFileSync(
+      join(process.cwd(), 'labextension', 'schema', 'plugin.json'),
+      'utf8'
+    )
+  ) as { properties: Record<string, { default: number }> };
+  const defaults = Object.fromEntries(
+    Object.entries(schema.properties).map(([key, p]) => [key, p.default])
+  );
+  assert.equal(defaults.intervalSeconds, DEFAULT_INTERVAL_S);
+  assert.equal(defaults.historyMinutes * 60, DEFAULT_HISTORY_S);
+  assert.deepEqual(readSettings(defaults), DEFAULT_SETTINGS);
+  assert.deepEqual(DEFAULT_SETTINGS, {
+    intervalS: DEFAULT_INTERVAL_S,
+    historyS: DEFAULT_HISTORY_S
+  });
+});
+
+test('settings missing from the registry get the defaults; set ones are read in seconds', () => {
+  assert.deepEqual(readSettings(null), DEFAULT_SETTINGS);
+  assert.deepEqual(readSettings({}), DEFAULT_SETTINGS);
+  assert.deepEqual(readSettings({ intervalSeconds: '2' }), DEFAULT_SETTINGS);
+  assert.deepEqual(readSettings({ intervalSeconds: 0.5, historyMinutes: 30 }), {
+    intervalS: 0.5,
+    historyS: 1800
+  });
 });

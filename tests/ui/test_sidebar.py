@@ -67,7 +67,8 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     open_sidebar(page)
     panel = page.locator("#jupyter-gpumem-panel")
     headline = panel.locator(".jp-GpuMem-headline")
-    expect(headline).to_have_text("3.1 of 20.0 GiB budget (15%)")
+    # Recorded, waiting for `import tensorflow`: the budget is not in force yet, and the headline says so.
+    expect(headline).to_have_text("3.1 of 20.0 GiB budget (15%, not in force)")
     # An A100 (compute 8.0) with TensorFlow: 500 MiB set aside for the CUDA context and libraries.
     expect(panel.locator(".jp-GpuMem-breakdown")).to_have_text(
         "TensorFlow limit 19.5 GiB + 500 MiB set aside for CUDA and libraries (estimated)"
@@ -94,20 +95,20 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
 
     # The other GPU, through the selector.
     panel.locator("select.jp-GpuMem-select").select_option(label="GPU 1: NVIDIA T4")
-    expect(headline).to_have_text(re.compile(r"^0 of 7\.5 GiB budget \(0%\)$|^0\.0 of 7\.5 GiB budget \(0%\)$"))
+    expect(headline).to_have_text(re.compile(r"^0(\.0)? of 7\.5 GiB budget \(0%, not in force\)$"))
     panel.locator("select.jp-GpuMem-select").select_option(label="GPU 0: NVIDIA A100-SXM4-40GB")
 
     # The driver reports more: the headline, the table and the chart follow.
     text = (SCENARIOS / "sidebar.scenario").read_text()
     lab.set_scenario(text.replace("used=3174MiB", "used=18944MiB").replace("used=16500MiB", "used=32270MiB"))
-    expect(headline).to_have_text("18.5 of 20.0 GiB budget (93%)")
+    expect(headline).to_have_text("18.5 of 20.0 GiB budget (93%, not in force)")
     expect(headline).to_have_attribute("data-level", "warn")
     page.wait_for_function(
         "() => { const y = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-chart').data[0].y;"
         " return y[y.length - 1] > 18; }"
     )
     lab.set_scenario(text.replace("used=3174MiB", "used=21504MiB").replace("used=16500MiB", "used=34830MiB"))
-    expect(headline).to_have_text("21.0 of 20.0 GiB budget (105%)")
+    expect(headline).to_have_text("21.0 of 20.0 GiB budget (105%, not in force)")
     expect(headline).to_have_attribute("data-level", "error")
     # Why, in the panel and as a mark on the chart: 21504 MiB held, 19980 MiB for the allocator.
     reason = (
@@ -132,9 +133,8 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     )
     page.evaluate("() => { void window.jupyterapp.commands.execute('kernelmenu:restart'); }")  # awaits the dialog
     page.locator(".jp-Dialog .jp-mod-accept").click()
-    expect(headline).to_have_text(
-        "3.1 GiB used by this kernel; no budget set — a framework will take its default (TensorFlow: nearly all memory)"
-    )
+    # What a framework takes without a budget is the kernel's phrase (`takes`), shown as it is.
+    expect(headline).to_have_text(re.compile(r"^3\.1 GiB used by this kernel; no budget set — \S"))
     assert "Kernel restarted — reconnecting…" in page.evaluate("() => window.gpumemStatuses")
     new_pid = next(r for r in rows(page) if r[1] == "python (this kernel)")[0]
     assert new_pid != pid

@@ -1,0 +1,317 @@
+"""The Controller without a kernel: its State is the one truth every surface reads, decided on the main
+thread; the sampler's read() only uses it. Frameworks are stand-ins whose import and start the test
+decides (the real adapters run in test_*_adapter.py and the real kernels in test_kernel_*.py)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from typing import Any
+
+import pytest
+
+from jupyter_gpumem import messages, protocol
+from jupyter_gpumem.config import GpumemConfig
+from jupyter_gpumem.control import Controller
+from jupyter_gpumem.environ import EnvironmentChanges
+from jupyter_gpumem.explain import explain
+from jupyter_gpumem.frameworks.base import Adapter, Allocator
+from jupyter_gpumem.importhook import ImportWatch
+from jupyter_gpumem.model import Device, GpuProcess, Snapshot
+from jupyter_gpumem.overhead import Calibration
+from jupyter_gpumem.plan import Plan
+from jupyter_gpumem.policy import PolicyError, parse
+from jupyter_gpumem.units import GiB, MiB
+
+OWN = 4242
+GPU_A = "GPU-a1a1a1a1-0000-4000-8000-000000000001"
+GPU_B = "GPU-b2b2b2b2-0000-4000-8000-000000000002"
+
+
+class Framework(Adapter):
+    """A framework whose import, start and GPU support the test sets."""
+
+    distributions = ()
+    library_bytes = 100 * MiB
+    array_modules = ()
+    placing = "fw.device(1)"
+    free_earlier = None
+
+    def __init__(self, name: str, sees_gpu: bool = True):
+        self.name = name
+        self.module = f"jupyter_gpumem_test_{name.lower()}"
+        self.takes = "takes everything"
+        self.is_imported = False
+        self.started = False
+        self.sees_gpu = sees_gpu
+        self.applied: list[Plan] = []
+        self.pools: tuple[Allocator, ...] = ()
+
+    def imported(self) -> bool:
+        return self.is_imported
+
+    def importable(self) -> bool:
+        return True
+
+    def version(self) -> str:
+        return "1.0"
+
+    def initialised(self) -> bool:
+        return self.started
+
+    def apply(self, plan: Plan) -> list[str]:
+        self.applied.append(plan)
+        return []
+
+    def gpu_problem(self, plan: Plan) -> str | None:
+        return None if self.sees_gpu else f"{self.name} 1.0 is a CPU-only build, so the budget is not in force."
+
+    def in_force(self) -> list[str]:
+        return [f"{self.name}: as started"]
+
+    def memory_in_use(self) -> tuple[Allocator, ...]:
+        return self.pools
+
+    def concatenate(self, values: list[Any]) -> Any:
+        return values
+
+
+def a100(index: int, uuid: str, own_mib: int | None = None, lost: bool = False) -> Device:
+    if lost:
+        return Device(index, uuid, "NVIDIA A100-SXM4-40GB", lost=True)
+    own = (GpuProcess(OWN, uuid, own_mib * MiB, "compute", "python", "alice", 50.0, True),) if own_mib else ()
+    return Device(
+        index,
+        uuid,
+        "NVIDIA A100-SXM4-40GB",
+        total_bytes=40 * GiB,
+        used_bytes=(own_mib or 0) * MiB,
+        free_bytes=40 * GiB - (own_mib or 0) * MiB,
+        compute_capability=(8, 0),
+        processes=own,
+    )
+
+
+class Machine:
+    """What NVML says now; the test changes it between calls."""
+
+    def __init__(self, *devices: Device):
+        self.devices = devices
+
+    def __call__(self) -> Snapshot:
+        return Snapshot(1763740800.0, OWN, self.devices, driver_version="550.54.15")
+
+
+@pytest.fixture
+def make(tmp_path, monkeypatch):
+    for name in ("FRACTION", "LIMIT", "GROWTH", "GPUS", "THREADS", "MAX_FRACTION", "MAX_LIMIT"):
+        monkeypatch.delenv(f"JUPYTER_GPUMEM_{name}", raising=False)
+    made: list[Controller] = []
+
+    def make(machine: Machine, *frameworks: Framework, **config: Any) -> Controller:
+        control = Controller(
+            GpumemConfig(**config),
+            adapters={f.name.lower(): f for f in frameworks},
+            snapshot=machine,
+            calibration=Calibration(tmp_path / "overhead.json"),
+            environment=EnvironmentChanges({}),
+        )
+        made.append(control)
+        return control
+
+    yield make
+    for control in made:
+        control.close()
+
+
+def test_a_lost_gpu_keeps_the_budget_on_the_healthy_ones(make):
+    machine = Machine(a100(0, GPU_A, own_mib=11980), a100(1, GPU_B))
+    tf = Framework("TensorFlow")
+    tf.is_imported = True
+    control = make(machine, tf)
+    control.request(parse(["limit=10GiB"]))
+    machine.devices = (machine.devices[0], a100(1, GPU_B, lost=True))  # GPU 1 falls off the bus
+    reading = control.read(machine())
+    gpu0, gpu1 = protocol.encode_sample(reading)["gpus"]
+    assert (gpu0["budget_bytes"], gpu0["own_bytes"], gpu0["in_force"]) == (10 * GiB, 11980 * MiB, True)
+    assert (gpu1["lost"], gpu1["own_bytes"], gpu1["in_force"]) == (True, None, False)
+    assert "Now on GPU 0: 11980 MiB as nvidia-smi counts it, 117% of the 10240 MiB budget" in "\n".join(
+        control.status_lines(reading)
+    )
+
+
+def test_a_policy_made_while_a_gpu_is_lost_plans_the_others_and_says_so(make):
+    machine = Machine(a100(0, GPU_A), a100(1, GPU_B, lost=True))
+    control = make(machine, Framework("TensorFlow"))
+    lines = control.request(parse(["fraction=0.5"]))
+    plan = control.state.plan
+    assert [g.uuid for g in plan.gpus] == [GPU_A] and [d.uuid for d in plan.lost] == [GPU_B]
+    assert "  GPU 1 NVIDIA A100-SXM4-40GB: lost (fell off the bus), so no budget there" in lines
+    with pytest.raises(PolicyError, match="GPU 1 is lost"):
+        control.request(parse(["gpus=1"]))  # asking for it by name is still refused
+
+
+def test_every_surface_agrees_when_the_framework_sees_no_gpu(make):
+    machine = Machine(a100(0, GPU_A, own_mib=900))
+    tf = Framework("TensorFlow", sees_gpu=False)
+    control = make(machine, tf)
+    control.request(parse(["fraction=0.4"]))
+    tf.is_imported = True
+    control._on_import(tf.module)  # what the import watch calls when `import` completes
+    reason = "TensorFlow 1.0 is a CPU-only build, so the budget is not in force."
+    assert control.state.applied and control.state.no_gpu == reason and control.state.in_force == frozenset()
+    reading = control.read(machine())
+    status = "\n".join(control.status_lines(reading))
+    assert "in force on no GPU: " + reason in status and "in force in" not in status
+    told = "\n".join(explain(reading))
+    assert "NOT in force on any GPU: " + reason in told and "of 40960 MiB holds" not in told
+    sample = protocol.encode_sample(reading)
+    assert (sample["policy_state"], sample["policy_note"]) == ("not_in_force", reason)
+    assert [g["in_force"] for g in sample["gpus"]] == [False]
+
+
+def test_the_budget_is_in_force_only_where_the_framework_holds_it(make):
+    machine = Machine(a100(0, GPU_A, own_mib=900), a100(1, GPU_B))
+    tf = Framework("TensorFlow")
+    tf.is_imported = True
+    control = make(machine, tf)
+    lines = control.request(parse(["fraction=0.4", "gpus=1"]))
+    assert lines[0] == "jupyter-gpumem: applied fraction=0.4 gpus=1 to TensorFlow."
+    sample = protocol.encode_sample(control.read(machine()))
+    assert [(g["hidden"], g["in_force"]) for g in sample["gpus"]] == [(True, False), (False, True)]
+    assert (sample["policy_state"], sample["policy_note"]) == ("in_force", "in force in TensorFlow")
+
+
+def test_a_recorded_policy_is_not_in_force_and_says_when_it_will_be(make):
+    machine = Machine(a100(0, GPU_A, own_mib=30000))
+    control = make(machine, Framework("TensorFlow"))
+    control.request(parse(["fraction=0.5"]))
+    sample = protocol.encode_sample(control.read(machine()))
+    assert sample["policy_state"] == "recorded"
+    assert sample["policy_note"] == "applies when `import jupyter_gpumem_test_tensorflow` completes"
+    gpu = sample["gpus"][0]
+    assert not gpu["in_force"]
+    assert gpu["over_reason"] == "the policy is not in force: it applies when TensorFlow is imported"
+
+
+def test_the_sampler_thread_only_reads_the_published_state(make):
+    machine = Machine(a100(0, GPU_A, own_mib=900))
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    tf.is_imported = torch.is_imported = True
+    asked: list[str] = []
+    control = make(machine, tf, torch)
+    control._referenced = lambda module: asked.append(module) or True  # the notebook scan (user_ns)
+    control.request(parse(["fraction=0.4"]))
+    state, before = control.state, len(asked)
+    assert before > 0  # framework=auto with two imported: the main thread looked once
+    readings = []
+    thread = threading.Thread(target=lambda: readings.extend(control.read(machine()) for _ in range(20)))
+    thread.start()
+    thread.join()
+    assert len(asked) == before and control.state is state  # no scan, no new state from the sampler
+    assert all(r.state is state for r in readings) and list(control.adapters) == ["tensorflow", "pytorch"]
+
+
+def test_a_reading_keeps_the_state_it_started_with(make):
+    machine = Machine(a100(0, GPU_A))
+    control = make(machine, Framework("TensorFlow"))
+    before = control.state
+    control.request(parse(["fraction=0.4"]))
+    assert before.policy.is_empty and before.plan is None  # published states are never changed
+    assert control.state is not before and control.state.policy.fraction == 0.4
+
+
+def test_two_frameworks_started_add_their_pools_on_each_gpu(make):
+    machine = Machine(a100(0, GPU_A, own_mib=9000))
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    tf.is_imported = torch.is_imported = tf.started = torch.started = True
+    tf.pools, torch.pools = (Allocator(1 * GiB, 2 * GiB, 4 * GiB),), (Allocator(1 * GiB, 1 * GiB, None),)
+    control = make(machine, tf, torch)
+    reading = control.read(machine())
+    assert reading.allocators == {GPU_A: Allocator(2 * GiB, 3 * GiB, None)}  # one pool unknown: the sum is too
+
+
+def test_a_size_is_echoed_as_the_user_typed_it(make):
+    control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"))
+    with pytest.raises(PolicyError, match=r"^limit=999TiB is more than GPU 0's 40960 MiB"):
+        control.request(parse(["limit=999TiB"]))
+    control.request(parse(["limit=6GiB"]))
+    assert control.state.policy.describe() == "limit=6GiB"
+
+
+def test_reset_with_a_ceiling_says_the_ceiling_is_the_budget(make):
+    machine = Machine(a100(0, GPU_A))
+    control = make(machine, Framework("TensorFlow"), max_fraction="0.25")
+    control.load_defaults()
+    control.request(parse(["fraction=0.2"]))
+    lines = control.reset()
+    assert lines == [
+        "jupyter-gpumem: forgot fraction=0.2; this server's ceiling (0.25 of each GPU) is the budget, applied when "
+        "the framework is imported."
+    ]
+    assert control.state.plan is not None and control.state.plan.gpus[0].budget_bytes == 10 * GiB
+
+
+def test_reset_puts_the_environment_back(make):
+    environment = {"CUDA_VISIBLE_DEVICES": "0"}
+    control = make(Machine(a100(0, GPU_A), a100(1, GPU_B)), Framework("TensorFlow"))
+    control._environment = EnvironmentChanges(environment)
+    control.request(parse(["gpus=1"]))
+    assert environment["CUDA_VISIBLE_DEVICES"] == GPU_B and environment["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    control.reset()
+    assert environment == {"CUDA_VISIBLE_DEVICES": "0"}
+
+
+def test_too_late_changes_nothing(make):
+    tf = Framework("TensorFlow")
+    tf.is_imported = tf.started = True
+    control = make(Machine(a100(0, GPU_A)), tf)
+    before = control.state
+    lines = control.request(parse(["fraction=0.4"]))
+    assert lines[0].startswith("Too late: TensorFlow has already started") and control.state is before
+    assert tf.applied == []
+
+
+def test_under_auto_a_second_framework_imported_later_gets_the_plan_too(make):
+    machine = Machine(a100(0, GPU_A))
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    tf.is_imported = True
+    control = make(machine, tf, torch)
+    control.request(parse(["fraction=0.4"]))
+    torch.is_imported = True
+    control._on_import(torch.module)
+    assert control.state.adapters == (tf, torch) and len(torch.applied) == 1
+    assert control.state.frameworks == "TensorFlow and PyTorch"
+
+
+def test_an_import_without_a_policy_only_renames_the_frameworks(make):
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    control = make(Machine(a100(0, GPU_A)), tf, torch)
+    assert control.state.framework is None and control.state.frameworks == "TensorFlow or PyTorch"
+    torch.is_imported = True
+    control._on_import(torch.module)
+    assert control.state.framework == "PyTorch" and torch.applied == []
+    assert control.state.takes == "PyTorch takes everything"
+
+
+def test_the_import_watch_fires_once_after_the_module_ran(tmp_path, monkeypatch):
+    (tmp_path / "gpumem_watched_module.py").write_text("VALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen: list[Any] = []
+    watch = ImportWatch(lambda module: seen.append((module, sys.modules[module].VALUE)))
+    watch.watch(["gpumem_watched_module"])
+    try:
+        assert importlib.util.find_spec("gpumem_watched_module") is not None and seen == []  # finding runs nothing
+        importlib.import_module("gpumem_watched_module")
+        assert seen == [("gpumem_watched_module", 42)] and watch not in sys.meta_path
+    finally:
+        watch.stop()
+        sys.modules.pop("gpumem_watched_module", None)
+
+
+def test_the_status_of_no_policy_says_what_the_framework_takes(make):
+    control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"))
+    reading = control.read(control._snapshot())
+    assert messages.status(reading.state, reading) == ["Policy: none set, so TensorFlow takes everything."]
+    assert protocol.encode_sample(reading)["takes"] == "TensorFlow takes everything"
