@@ -46,7 +46,23 @@ def load_ipython_extension(ipython: Any) -> None:
     if first:
         lines = controller(ipython).load_defaults()
         if lines:
-            print("\n".join(lines))
+            _say("\n".join(lines), ipython)
+
+
+def _say(text: str, ipython: Any) -> None:
+    """Print ``text`` where the user sees it. Loaded at kernel start (listed in the kernel's
+    configuration), output answers no request and no frontend shows it: then it goes to the first
+    cell that runs."""
+    header = getattr(ipython, "parent_header", None)
+    if not isinstance(header, dict) or header.get("msg_id"):
+        print(text)  # plain IPython, or inside a cell (%load_ext)
+        return
+
+    def first_cell(info: Any) -> None:
+        ipython.events.unregister("pre_run_cell", first_cell)
+        print(text)
+
+    ipython.events.register("pre_run_cell", first_cell)
 
 
 def _connect_sidebar(interval_s: float | None = None, history_s: float | None = None) -> None:

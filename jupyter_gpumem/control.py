@@ -22,7 +22,7 @@ from typing import Any
 
 from . import messages
 from .budget import Reading, reading
-from .config import GpumemConfig
+from .config import GpumemConfig, load_config
 from .environ import EnvironmentChanges
 from .frameworks import ADAPTERS, Adapter
 from .frameworks.base import Allocator
@@ -43,20 +43,21 @@ class Controller:
         *,
         problems: list[str] | None = None,
         adapters: Mapping[str, Adapter] | None = None,
-        snapshot: Callable[[], Snapshot] = take_snapshot,
+        snapshot: Callable[..., Snapshot] = take_snapshot,
         referenced: Callable[[str], bool] = lambda module: True,
         calibration: Calibration | None = None,
         environment: EnvironmentChanges | None = None,
     ):
         """``problems``: configuration sentences to show at load; ``adapters``: every supported framework
-        (name -> adapter, in framework=auto's order); ``snapshot``: reads NVML; ``referenced(module)``:
+        (name -> adapter, in framework=auto's order); ``snapshot(cpu_window_s=0.0)``: reads NVML (and the
+        host's process table: take_snapshot); ``referenced(module)``:
         the notebook refers to that module (framework=auto with several imported)."""
         self.config = config
         self.ceiling, ceiling_problems = config.ceiling()
         self.problems = [*(problems or []), *ceiling_problems]
         self.adapters = dict(adapters) if adapters is not None else {n: a() for n, a in ADAPTERS.items()}
         self.calibration = calibration or Calibration()
-        self._snapshot = snapshot
+        self.snapshot = snapshot
         self._referenced = referenced
         self._environment = environment or EnvironmentChanges()
         every = targets(Policy(), self.adapters, referenced)
@@ -87,7 +88,7 @@ class Controller:
             return messages.already(policy)
         adapters = targets(policy, self.adapters, self._referenced)
         together = all(a.imported() for a in adapters)  # several imported: they share the budget
-        plan = self._plan(policy, self._snapshot(), adapters if together else adapters[:1])
+        plan = self._plan(policy, self.snapshot(), adapters if together else adapters[:1])
         late = [reason for a in adapters if (reason := a.too_late(plan))]
         if late:
             return messages.too_late(adapters, policy, late)
@@ -105,7 +106,7 @@ class Controller:
             return ["jupyter-gpumem: no policy is recorded; nothing to forget."]
         forgotten = self.state.policy
         self._environment.restore()
-        state = self._recorded(Policy(), self._snapshot())
+        state = self._recorded(Policy(), self.snapshot())
         self._record(state)
         return messages.forgotten(forgotten, state)
 
@@ -165,7 +166,7 @@ class Controller:
         together = all(a.imported() for a in adapters)
         plan = None
         if not policy.is_empty or self.ceiling != Ceiling():
-            plan = self._plan(policy, snapshot or self._snapshot(), adapters if together else adapters[:1])
+            plan = self._plan(policy, snapshot or self.snapshot(), adapters if together else adapters[:1])
         return self._state(policy, plan, adapters, together)
 
     def _record(self, state: State) -> None:
@@ -213,7 +214,7 @@ class Controller:
             elif state.plan is None or adapter not in targets(state.policy, self.adapters, self._referenced):
                 self.state = self._recorded(state.policy, None)  # nothing to apply: only the names change
             else:
-                plan = self._plan(state.policy, self._snapshot(), [adapter])
+                plan = self._plan(state.policy, self.snapshot(), [adapter])
                 print("\n".join(self._apply(self._state(state.policy, plan, [adapter], True))))
         except Exception as error:  # never break the user's import
             print(
@@ -263,5 +264,6 @@ def controller(shell: Any = None) -> Controller:
     """This kernel's one Controller, made on first use (configuration read from the shell's config)."""
     global _controller
     if _controller is None:
-        _controller = Controller(GpumemConfig(parent=shell), referenced=referenced_in(_notebook_namespace))
+        config, problems = load_config(shell)
+        _controller = Controller(config, problems=problems, referenced=referenced_in(_notebook_namespace))
     return _controller

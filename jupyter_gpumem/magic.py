@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import Any
 
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from .control import controller
+from .control import Controller, controller
 from .explain import explain
 from .policy import PolicyError, parse
 from .report import render
-from .snapshot import take_snapshot
 
 HELP = """\
 %gpumem — GPU memory from inside the notebook
@@ -70,6 +70,15 @@ STATUS_CPU_WINDOW_S = 0.2
 
 @magics_class
 class GpumemMagics(Magics):
+    def __init__(self, shell: Any = None, control: Controller | None = None):
+        """``control``: the Controller to drive; by default the kernel's one (control.controller)."""
+        super().__init__(shell)
+        self._control = control
+
+    @property
+    def control(self) -> Controller:
+        return self._control or controller(self.shell)
+
     @line_magic
     def gpumem(self, line: str) -> None:
         """GPU memory status, and this kernel's GPU memory policy (fraction, limit, growth, gpus, threads).
@@ -80,20 +89,21 @@ class GpumemMagics(Magics):
             _refuse(f"%gpumem could not read its arguments ({error}). Run %gpumem --help for the accepted forms.")
             return
         command = words[0] if words else "status"
+        control = self.control
         if command in ("--help", "-h", "help") and len(words) <= 1:
             print(HELP)
         elif command == "status" and len(words) <= 1:
-            snapshot = take_snapshot(cpu_window_s=STATUS_CPU_WINDOW_S)
+            snapshot = control.snapshot(cpu_window_s=STATUS_CPU_WINDOW_S)
             print(render(snapshot))
-            if not snapshot.problem or controller().has_policy:
-                print("\n".join(controller().status_lines(controller().read(snapshot))))
+            if not snapshot.problem or control.has_policy:
+                print("\n".join(control.status_lines(control.read(snapshot))))
         elif command == "explain" and len(words) <= 1:
-            print("\n".join(explain(controller().read(take_snapshot()))))
+            print("\n".join(explain(control.read(control.snapshot()))))
         elif command == "reset" and len(words) <= 1:
-            print("\n".join(controller().reset()))
+            print("\n".join(control.reset()))
         elif all("=" in word for word in words):
             try:
-                print("\n".join(controller().request(parse(words))))
+                print("\n".join(control.request(parse(words))))
             except PolicyError as error:
                 _refuse(f"{error} Nothing was changed.")
         else:

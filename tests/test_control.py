@@ -1,6 +1,5 @@
 """The Controller without a kernel: its State is the one truth every surface reads, decided on the main
-thread; the sampler's read() only uses it. Frameworks are stand-ins whose import and start the test
-decides (the real adapters run in test_*_adapter.py and the real kernels in test_kernel_*.py)."""
+thread; the sampler's read() only uses it (controller_fixtures.py: the frameworks and the machine)."""
 
 from __future__ import annotations
 
@@ -10,119 +9,17 @@ import threading
 from typing import Any
 
 import pytest
+from controller_fixtures import GPU_A, GPU_B, Framework, Machine, a100, make
 
 from jupyter_gpumem import messages, protocol
-from jupyter_gpumem.config import GpumemConfig
-from jupyter_gpumem.control import Controller
 from jupyter_gpumem.environ import EnvironmentChanges
 from jupyter_gpumem.explain import explain
-from jupyter_gpumem.frameworks.base import Adapter, Allocator
+from jupyter_gpumem.frameworks.base import Allocator
 from jupyter_gpumem.importhook import ImportWatch
-from jupyter_gpumem.model import Device, GpuProcess, Snapshot
-from jupyter_gpumem.overhead import Calibration
-from jupyter_gpumem.plan import Plan
 from jupyter_gpumem.policy import PolicyError, parse
 from jupyter_gpumem.units import GiB, MiB
 
-OWN = 4242
-GPU_A = "GPU-a1a1a1a1-0000-4000-8000-000000000001"
-GPU_B = "GPU-b2b2b2b2-0000-4000-8000-000000000002"
-
-
-class Framework(Adapter):
-    """A framework whose import, start and GPU support the test sets."""
-
-    distributions = ()
-    library_bytes = 100 * MiB
-    array_modules = ()
-    placing = "fw.device(1)"
-    free_earlier = None
-
-    def __init__(self, name: str, sees_gpu: bool = True):
-        self.name = name
-        self.module = f"jupyter_gpumem_test_{name.lower()}"
-        self.takes = "takes everything"
-        self.is_imported = False
-        self.started = False
-        self.sees_gpu = sees_gpu
-        self.applied: list[Plan] = []
-        self.pools: tuple[Allocator, ...] = ()
-
-    def imported(self) -> bool:
-        return self.is_imported
-
-    def importable(self) -> bool:
-        return True
-
-    def version(self) -> str:
-        return "1.0"
-
-    def initialised(self) -> bool:
-        return self.started
-
-    def apply(self, plan: Plan) -> list[str]:
-        self.applied.append(plan)
-        return []
-
-    def gpu_problem(self, plan: Plan) -> str | None:
-        return None if self.sees_gpu else f"{self.name} 1.0 is a CPU-only build, so the budget is not in force."
-
-    def in_force(self) -> list[str]:
-        return [f"{self.name}: as started"]
-
-    def memory_in_use(self) -> tuple[Allocator, ...]:
-        return self.pools
-
-    def concatenate(self, values: list[Any]) -> Any:
-        return values
-
-
-def a100(index: int, uuid: str, own_mib: int | None = None, lost: bool = False) -> Device:
-    if lost:
-        return Device(index, uuid, "NVIDIA A100-SXM4-40GB", lost=True)
-    own = (GpuProcess(OWN, uuid, own_mib * MiB, "compute", "python", "alice", 50.0, True),) if own_mib else ()
-    return Device(
-        index,
-        uuid,
-        "NVIDIA A100-SXM4-40GB",
-        total_bytes=40 * GiB,
-        used_bytes=(own_mib or 0) * MiB,
-        free_bytes=40 * GiB - (own_mib or 0) * MiB,
-        compute_capability=(8, 0),
-        processes=own,
-    )
-
-
-class Machine:
-    """What NVML says now; the test changes it between calls."""
-
-    def __init__(self, *devices: Device):
-        self.devices = devices
-
-    def __call__(self) -> Snapshot:
-        return Snapshot(1763740800.0, OWN, self.devices, driver_version="550.54.15")
-
-
-@pytest.fixture
-def make(tmp_path, monkeypatch):
-    for name in ("FRACTION", "LIMIT", "GROWTH", "GPUS", "THREADS", "MAX_FRACTION", "MAX_LIMIT"):
-        monkeypatch.delenv(f"JUPYTER_GPUMEM_{name}", raising=False)
-    made: list[Controller] = []
-
-    def make(machine: Machine, *frameworks: Framework, **config: Any) -> Controller:
-        control = Controller(
-            GpumemConfig(**config),
-            adapters={f.name.lower(): f for f in frameworks},
-            snapshot=machine,
-            calibration=Calibration(tmp_path / "overhead.json"),
-            environment=EnvironmentChanges({}),
-        )
-        made.append(control)
-        return control
-
-    yield make
-    for control in made:
-        control.close()
+__all__ = ["make"]  # the fixture
 
 
 def test_a_lost_gpu_keeps_the_budget_on_the_healthy_ones(make):
@@ -312,6 +209,6 @@ def test_the_import_watch_fires_once_after_the_module_ran(tmp_path, monkeypatch)
 
 def test_the_status_of_no_policy_says_what_the_framework_takes(make):
     control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"))
-    reading = control.read(control._snapshot())
+    reading = control.read(control.snapshot())
     assert messages.status(reading.state, reading) == ["Policy: none set, so TensorFlow takes everything."]
     assert protocol.encode_sample(reading)["takes"] == "TensorFlow takes everything"
