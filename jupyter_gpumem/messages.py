@@ -143,7 +143,8 @@ def policy_note(state: State, started: bool) -> str | None:
         return state.no_gpu or f"in force in {state.frameworks}"
     if started:
         return f"not in force: {state.frameworks} started before it; restart the kernel and run %gpumem first"
-    return f"applies when {state.imports} completes"
+    imports = " or ".join(f'"import {a.module}"' for a in state.adapters)  # plain text: the sidebar shows it
+    return f"applies when {imports} completes"
 
 
 def policy_state(state: State, started: bool) -> str | None:

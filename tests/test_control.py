@@ -86,7 +86,7 @@ def test_a_recorded_policy_is_not_in_force_and_says_when_it_will_be(make):
     control.request(parse(["fraction=0.5"]))
     sample = protocol.encode_sample(control.read(machine()))
     assert sample["policy_state"] == "recorded"
-    assert sample["policy_note"] == "applies when `import jupyter_gpumem_test_tensorflow` completes"
+    assert sample["policy_note"] == 'applies when "import jupyter_gpumem_test_tensorflow" completes'
     gpu = sample["gpus"][0]
     assert not gpu["in_force"]
     assert gpu["over_reason"] == "the policy is not in force: it applies when TensorFlow is imported"

@@ -125,7 +125,7 @@ export function headline(
 }
 
 /**
- * "Policy: fraction=0.5 — applies when `import tensorflow` completes": the policy and the
+ * "Policy: fraction=0.5 — applies when "import tensorflow" completes": the policy and the
  * kernel's note on it, in the warning colour when the kernel says it is in force on no GPU.
  * Null without a policy.
  */

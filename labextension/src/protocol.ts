@@ -81,7 +81,7 @@ export interface ISample {
    * the framework's name ("TensorFlow takes nearly all the memory …"); null: not known. */
   takes: string | null;
   policyState: PolicyState | null;
-  /** One sentence to show next to the policy ("applies when `import tensorflow` completes"). */
+  /** One sentence to show next to the policy ("applies when "import tensorflow" completes"). */
   policyNote: string | null;
   gpus: IGpu[];
 }

@@ -122,9 +122,9 @@ test("the policy line shows the kernel's note, never a literal null", () => {
     policy: string | null = 'fraction=0.25'
   ) => policyLine({ policy, policyState, policyNote });
   assert.deepEqual(
-    line('recorded', 'applies when `import tensorflow` completes'),
+    line('recorded', 'applies when "import tensorflow" completes'),
     {
-      text: 'Policy: fraction=0.25 — applies when `import tensorflow` completes',
+      text: 'Policy: fraction=0.25 — applies when "import tensorflow" completes',
       level: 'ok'
     }
   );
