@@ -16,12 +16,14 @@ LIBRARY_NAME = "libnvidia-ml.so.1"
 SCENARIO_VARIABLE = "JUPYTER_GPUMEM_STANDIN_SCENARIO"
 
 
-def build(directory: Path, *, without_v3: bool = False) -> Path:
+def build(directory: Path, *, without_v3: bool = False, without_mig: bool = False) -> Path:
     """Compile the stand-in into ``directory/libnvidia-ml.so.1`` with the system C compiler and
-    return ``directory``. ``without_v3`` imitates a driver that lacks the _v3 process queries."""
+    return ``directory``. ``without_v3`` imitates a driver that lacks the _v3 process queries,
+    ``without_mig`` one that lacks the MIG queries (both: a driver older than the binding)."""
     directory.mkdir(parents=True, exist_ok=True)
     compiler = os.environ.get("CC", "cc")
     flags = ["-DSTANDIN_NO_V3"] if without_v3 else []
+    flags += ["-DSTANDIN_NO_MIG"] if without_mig else []
     subprocess.run(
         [
             compiler,
@@ -65,7 +67,7 @@ def crowded(gpus: int = 8, processes_per_gpu: int = 64) -> str:
     for g in range(gpus):
         lines.append(
             f'gpu name="NVIDIA H100 80GB HBM3" uuid=GPU-{g:08x}-0000-4000-8000-{g:012x} '
-            f"total=81559MiB used={processes_per_gpu * 1000 + 500}MiB util={(g * 13) % 100} mem_util=30"
+            f"total=81559MiB cc=9.0 used={processes_per_gpu * 1000 + 500}MiB util={(g * 13) % 100} mem_util=30"
         )
         for p in range(processes_per_gpu):
             lines.append(f"proc gpu={g} pid={100000 + g * 1000 + p} used=1000MiB name=python{p}")

@@ -7,7 +7,8 @@
  * JUPYTER_GPUMEM_STANDIN_SCENARIO (format: docs/standin-nvml.md). The file is re-read whenever it
  * changes, checked at nvmlInit and nvmlDeviceGetCount, so a test may rewrite it while a kernel runs.
  *
- * Build with -DSTANDIN_NO_V3 to imitate a driver older than R470 that lacks the _v3 process queries.
+ * Build with -DSTANDIN_NO_V3 to imitate a driver older than R470 that lacks the _v3 process queries,
+ * and with -DSTANDIN_NO_MIG to imitate one older than R450 that lacks the MIG queries.
  */
 #include <ctype.h>
 #include <pthread.h>
@@ -27,6 +28,7 @@ enum {
     NVML_ERROR_NOT_FOUND = 6,
     NVML_ERROR_INSUFFICIENT_SIZE = 7,
     NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_FUNCTION_NOT_FOUND = 13,
     NVML_ERROR_GPU_IS_LOST = 15,
     NVML_ERROR_UNKNOWN = 999,
 };
@@ -141,6 +143,7 @@ static int parse_code(const char *text) {
     if (strcmp(text, "not_supported") == 0) return NVML_ERROR_NOT_SUPPORTED;
     if (strcmp(text, "no_permission") == 0) return NVML_ERROR_NO_PERMISSION;
     if (strcmp(text, "gpu_lost") == 0) return NVML_ERROR_GPU_IS_LOST;
+    if (strcmp(text, "function_not_found") == 0) return NVML_ERROR_FUNCTION_NOT_FOUND;
     if (strcmp(text, "unknown") == 0) return NVML_ERROR_UNKNOWN;
     return atoi(text);
 }
@@ -293,6 +296,7 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
     case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
     case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
     default: return "Unknown Error";
     }
@@ -442,6 +446,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(device_t *dev, nvmlUtilization
     return leave(NVML_SUCCESS);
 }
 
+#ifndef STANDIN_NO_MIG
 EXPORT nvmlReturn_t nvmlDeviceGetMigMode(device_t *dev, unsigned int *current, unsigned int *pending) {
     nvmlReturn_t ret = enter(dev, CALL_MIG);
     if (ret != NVML_SUCCESS) return ret;
@@ -469,6 +474,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(device_t *dev, unsigned 
     *mig = &migs[dev->index][index];
     return leave(NVML_SUCCESS);
 }
+#endif
 
 /* The real two-call protocol: a first call with too small a buffer returns INSUFFICIENT_SIZE
  * and the number needed; a call with room fills the array and sets the count. */
