@@ -38,6 +38,8 @@ def load_ipython_extension(ipython: Any) -> None:
     from .advisor import on_post_run_cell
     from .control import _controller, controller
     from .magic import GpumemMagics
+    from .publish import kernel_report_path
+    from .stream import stream
 
     first = _controller is None
     ipython.register_magics(GpumemMagics)
@@ -47,6 +49,9 @@ def load_ipython_extension(ipython: Any) -> None:
         lines = controller(ipython).load_defaults()
         if lines:
             _say("\n".join(lines), ipython)
+        path = kernel_report_path()
+        if path is not None:  # in a kernel: its server reads what it reports (publish.py)
+            stream(ipython).publish_to(path)
 
 
 def _say(text: str, ipython: Any) -> None:

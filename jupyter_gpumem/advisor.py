@@ -30,6 +30,7 @@ class Advice:
 
 
 last: Advice | None = None  # the kernel's latest advice, for batched(batch_size=None)
+errors = 0  # GPU out-of-memory errors recognised in this kernel's cells (the server's metrics count them)
 
 
 def friendly(n: int) -> int:
@@ -185,12 +186,13 @@ def advise(report: OutOfMemory) -> Advice:
 
 def on_post_run_cell(result: Any) -> None:
     """IPython's post_run_cell handler: the diagnosis beneath a GPU out-of-memory traceback."""
-    global last
+    global last, errors
     try:
         error = getattr(result, "error_in_exec", None)
         report = recognise(error) if error is not None else None
         if report is None:
             return
+        errors += 1
         last = advise(report)
         print("\n".join(last.lines))
     except Exception:  # the user's own error is what matters; ours goes to the log

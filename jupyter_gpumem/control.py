@@ -125,7 +125,9 @@ class Controller:
         started and tells its pool, the overhead outside the pool is measured (and remembered for the
         next kernel). Never starts a framework: its figures are read only once it has started."""
         state = self.state  # one State for the whole reading, whatever the main thread publishes meanwhile
-        started = [a for a in state.adapters if a.imported() and a.initialised()]
+        # A framework whose import is still running on the main thread is left alone: touching the
+        # half-made module from this thread can break that import.
+        started = [a for a in state.adapters if a.imported() and not importing(a.module) and a.initialised()]
         allocators: dict[str, Allocator] = {}
         if started:
             uuids = _framework_uuids(state.plan, snapshot)

@@ -1,10 +1,12 @@
-"""The live stream to the JupyterLab sidebar: one sampler thread and one comm per kernel.
+"""The kernel's one sampler thread, and where each sample goes: the JupyterLab sidebar's comm, the
+notebook's warnings (alerts.py), and the report the Jupyter server reads (publish.py).
 
-The sidebar runs ``jupyter_gpumem._connect_sidebar(...)`` silently when it starts following a
-kernel. That opens a fresh comm (closing the previous one: every open frontend gets the new
-comm_open and follows it), replays the history in its ``hello`` and streams a ``sample`` per
-interval from the sampler thread. Comms are opened and closed on the main thread only; ipykernel
-(>= 6, not 7.0.x) lets the sampler thread send.
+In a kernel, loading the extension starts the sampler and the report. The sidebar runs
+``jupyter_gpumem._connect_sidebar(...)`` silently when it starts following a kernel. That opens a
+fresh comm (closing the previous one: every open frontend gets the new comm_open and follows it),
+replays the history in its ``hello`` and streams a ``sample`` per interval from the sampler thread.
+Comms are opened and closed on the main thread only; ipykernel (>= 6, not 7.0.x) lets the sampler
+thread send.
 """
 
 from __future__ import annotations
@@ -12,14 +14,16 @@ from __future__ import annotations
 import atexit
 import logging
 import sys
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import comm
 
-from . import protocol
+from . import advisor, protocol
 from .alerts import Alerts
 from .budget import Reading
 from .control import Controller, controller
+from .publish import Publisher
 from .sampler import Sampler
 from .snapshot import take_snapshot
 
@@ -41,6 +45,7 @@ class Stream:
     def __init__(self, control: Controller):
         self.control = control
         self.comm: Any = None
+        self.publisher: Publisher | None = None
         self.alerts = Alerts()
         self.sampler: Sampler[Tick] = Sampler(self.take, self._deliver, keep=lambda tick: tick.figures)
 
@@ -65,11 +70,20 @@ class Stream:
     def stop(self) -> None:
         self.sampler.stop()
         self.comm = None  # the kernel is going away; its channels may already be closed
+        if self.publisher is not None:
+            self.publisher.remove()
+
+    def publish_to(self, path: Path) -> None:
+        """Also report every sample to the Jupyter server (publish.py), from now on: sampling starts."""
+        self.publisher = Publisher(path)
+        self.sampler.start()
 
     def _deliver(self, tick: Tick) -> None:
         channel = self.comm
         if channel is not None:
             channel.send(protocol.sample_message(tick.sample))
+        if self.publisher is not None:
+            self.publisher.publish(tick.sample, self.control.ceiling, advisor.errors)
         warnings = self.alerts.check(tick.reading)
         if warnings:
             # From this thread ipykernel shows it in the cell that is running (or ran last).

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
 from jupyter_gpumem import standin
 from jupyter_gpumem.protocol import PROTOCOL, TARGET
+from jupyter_gpumem.publish import report_path
 from jupyter_gpumem.sampler import Sampler
 from jupyter_gpumem.units import MiB
 
@@ -194,3 +196,24 @@ def test_a_kernel_streaming_shuts_down_cleanly(kernel_with):
     kernel.manager.shutdown_kernel(now=False)  # a shutdown_request, as JupyterLab sends
     # jupyter_client waits 5 s for the kernel to exit by itself before it kills it.
     assert time.monotonic() - start < kernel.manager.shutdown_wait_time
+
+
+def test_a_kernel_reports_to_its_server_beside_its_connection_file(kernel_with):
+    kernel = kernel_with("own_process")
+    kernel.run("%load_ext jupyter_gpumem")
+    kernel.run("%gpumem limit=3400MiB")
+    report = report_path(kernel.manager.connection_file)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        data = json.loads(report.read_text()) if report.exists() else {}
+        if data.get("sample", {}).get("policy") == "limit=3400MiB":
+            break
+        time.sleep(0.2)
+    pid = int(kernel.run("import os; print(os.getpid())").stdout)
+    assert (data["protocol"], data["type"], data["pid"], data["oom_errors_total"]) == (1, "report", pid, 0)
+    (gpu,) = data["sample"]["gpus"]
+    assert (gpu["own_bytes"], gpu["budget_bytes"], gpu["in_force"]) == (3100 * MiB, 3400 * MiB, False)
+    assert "processes" not in gpu  # figures only: other users' process names stay in the kernel
+    assert oct(report.parent.stat().st_mode & 0o777) == "0o700"
+    kernel.manager.shutdown_kernel(now=False)  # as the server shuts a kernel down: it may tidy up
+    assert not report.exists()

@@ -1,0 +1,80 @@
+"""What a kernel tells its Jupyter server about its GPU memory, without either ever waiting on the other.
+
+The kernel's sampler thread replaces a small JSON file beside the kernel's connection file:
+``<runtime dir>/jupyter-gpumem/kernel-<id>.json`` for ``<runtime dir>/kernel-<id>.json``. The server
+extension reads these on its own thread. A busy kernel (a cell running) keeps sampling on its own
+thread; a busy server reads the files later; neither sends the other a message that waits in a
+queue. The runtime directory is the user's own (mode 0700), so other users cannot read it.
+
+The file (docs/server.md):
+
+    {"protocol": 1, "type": "report", "pid": 4242, "package_version": "0.1.0", "t": 1763740800.0,
+     "oom_errors_total": 0, "ceiling": {"max_fraction": 0.25, "max_limit_bytes": null},
+     "sample": <a protocol sample without process tables (docs/protocol.md)>}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+from ._version import __version__
+from .files import replace_json
+from .plan import Ceiling
+from .protocol import PROTOCOL, figures_only
+
+FOLDER = "jupyter-gpumem"
+HEARTBEAT_S = 10.0  # rewritten at least this often, so a reader can tell a live kernel's file
+
+
+def report_path(connection_file: str | os.PathLike[str]) -> Path:
+    """Where the kernel with this connection file reports (the server computes the same)."""
+    connection = Path(connection_file)
+    return connection.parent / FOLDER / connection.name
+
+
+def kernel_report_path() -> Path | None:
+    """This kernel's report file; None outside an ipykernel (plain IPython, a script)."""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        return report_path(get_connection_file())
+    except Exception:  # not in a kernel, or a kernel without a connection file
+        return None
+
+
+class Publisher:
+    """Writes the report when what it says changes, and at least every HEARTBEAT_S."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._last: dict[str, Any] | None = None
+        self._written_at = 0.0
+
+    def publish(self, sample: dict[str, Any], ceiling: Ceiling, oom_errors: int) -> None:
+        report = {
+            "protocol": PROTOCOL,
+            "type": "report",
+            "pid": os.getpid(),
+            "package_version": __version__,
+            "oom_errors_total": oom_errors,
+            "ceiling": {"max_fraction": ceiling.max_fraction, "max_limit_bytes": ceiling.max_limit_bytes},
+            "sample": figures_only(sample),
+        }
+        now = float(sample["t"])
+        unchanged = self._last is not None and _without_time(report) == _without_time(self._last)
+        if unchanged and now - self._written_at < HEARTBEAT_S:
+            return
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        replace_json(self.path, {**report, "t": now}, durable=False, separators=(",", ":"))
+        self._last, self._written_at = report, now
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+
+def _without_time(report: dict[str, Any]) -> dict[str, Any]:
+    return {**report, "sample": {**report["sample"], "t": None}}
