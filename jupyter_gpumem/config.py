@@ -5,29 +5,46 @@ Every setting is a traitlet of ``GpumemConfig``, settable in ``ipython_kernel_co
 through a ``JUPYTER_GPUMEM_*`` environment variable, which is the traitlet's default. They are read when
 the extension loads, i.e. at kernel start when it is listed in ``c.InteractiveShellApp.extensions``.
 
+The defaults follow traitlets' precedence (the kernel's command line, then the user's profile, then the
+system-wide files, then the environment). A ceiling does not: it is the lowest that any source sets, each
+source read on its own, so that a user's ``c.GpumemConfig.max_fraction = "1"`` in their own profile lowers
+nothing and lifts nothing (``ceiling()``).
+
 A value that does not parse is reported once (a sentence naming the setting, the value and the accepted
 forms) and ignored; the other settings still apply and the kernel starts. Two layers catch it:
-``load_config`` a value of a type the trait refuses (``c.GpumemConfig.threads = [1, 2]``), which
-traitlets would otherwise raise on, dropping every setting, the ceiling included; ``defaults()`` and
-``ceiling()`` a value of the right type that is not a valid setting (``fraction = 1.5``).
+``load_config`` a default of a type the trait refuses (``c.GpumemConfig.threads = [1, 2]``), which
+traitlets would otherwise raise on, dropping every setting, the ceiling included; ``defaults()`` a default of
+the right type that is not a valid setting (``fraction = 1.5``). ``ceiling()`` reports every bad ceiling,
+whatever its type, naming the source it came from; it is also logged, for the administrator.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from contextlib import suppress
 from copy import deepcopy
+from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import Any
 
 from traitlets import Bool, Float, Int, List, TraitType, Unicode, Union, default
-from traitlets.config import Config, Configurable
-from traitlets.config.loader import DeferredConfig, LazyConfigValue
+from traitlets.config import Application, Config, Configurable
+from traitlets.config.loader import (
+    DeferredConfig,
+    JSONFileConfigLoader,
+    LazyConfigValue,
+    PyFileConfigLoader,
+)
 
 from .plan import Ceiling
 from .policy import Policy, PolicyError, parse_value
 
 SETTINGS = ("fraction", "limit", "growth", "gpus", "threads", "max_fraction", "max_limit")
 DEFAULTS = ("fraction", "limit", "growth", "gpus", "threads")  # in the order they combine into a Policy
+CEILINGS = ("max_fraction", "max_limit")  # the lowest of every source holds, not the last read
+
+log = logging.getLogger("jupyter_gpumem")
 
 # What each setting accepts in the IPython configuration, for the sentence when a value has none of these types.
 FORMS = {
@@ -116,6 +133,11 @@ _DEFAULT_NOTE = (
     'None or "": not set, even where the environment variable is.'
 )
 _CEILING_NOTE = (
+    "Every source counts, each read on its own: the environment variable, each configuration file (system-wide "
+    "and the user's own) and the kernel's command line; the lowest holds, so a user can lower the ceiling but "
+    'never lift it, and None or "" in one source removes nothing another sets. A value that does not parse is '
+    "reported and ignored; the others still hold. It counts as nvidia-smi does, strict=off too: the CUDA context "
+    "and libraries fit under it with the allocator's pool. "
     "With both max_fraction and max_limit, the smaller of the two holds on each GPU; a kernel that asks for "
     "no budget gets the ceiling as its budget. Note that the ceiling is cooperative: it binds %gpumem and the "
     "frameworks it configures, not code that bypasses them (CUDA called directly, another process); hard limits "
@@ -125,7 +147,8 @@ _CEILING_NOTE = (
 
 class GpumemConfig(Configurable):
     """jupyter-gpumem's defaults and ceiling for every kernel (docs/configuration.md). Each setting's default
-    is its JUPYTER_GPUMEM_* environment variable, which spawners usually set; a value configured here wins.
+    is its JUPYTER_GPUMEM_* environment variable, which spawners usually set; a value configured here wins,
+    except in the ceiling (max_fraction, max_limit), where the lowest of every source holds (``ceiling()``).
 
     Constructing it never raises for a configured value of the wrong type: the value is left out (its
     environment variable or nothing applies instead) and ``refused`` holds a sentence about it."""
@@ -166,6 +189,8 @@ class GpumemConfig(Configurable):
     def __init__(self, **kwargs: Any) -> None:
         # Filled while traitlets loads the configuration (in super().__init__, via _find_my_config).
         self.refused: dict[str, str] = {}  # setting -> the sentence saying its configured value was ignored
+        self._refused_ceilings: dict[str, Any] = {}  # max_* -> a value of the wrong type, reported by ceiling()
+        self._logged: set[str] = set()
         super().__init__(**kwargs)
 
     @default("fraction")
@@ -212,15 +237,16 @@ class GpumemConfig(Configurable):
                 else:
                     self.refused[name] = _unknown(name)
                 continue
-            trait = traits[name]
-            assert isinstance(trait, Union)  # every setting is one
             try:
-                resolved = _resolved(self, trait, name, value)
-                kept[name] = None if resolved is None else trait.validate(self, resolved)  # None: not set
+                kept[name] = _validated(self, traits[name], name, value)
             except Exception:  # anything a user's value does on the way is that value's fault, not ours
-                self.refused[name] = _wrong_type(name, value)
+                if name in CEILINGS:
+                    self._refused_ceilings[name] = value  # ceiling() names the source it came from
+                else:
+                    self.refused[name] = _wrong_type(name, value)
                 continue
             self.refused.pop(name, None)
+            self._refused_ceilings.pop(name, None)
         return kept
 
     def defaults(self) -> tuple[Policy, list[str]]:
@@ -237,30 +263,189 @@ class GpumemConfig(Configurable):
         return policy, problems
 
     def ceiling(self) -> tuple[Ceiling, list[str]]:
-        """The administrator's ceiling, and a sentence for each part that was ignored. max_fraction and
-        max_limit are read independently: a bad one never takes the other down with it."""
-        problems = []
-        caps: dict[str, object] = {}
-        for key in ("max_fraction", "max_limit"):
+        """The ceiling: for max_fraction and max_limit each, the lowest value among every source that sets one
+        (``ceilings_given``), and a sentence for each value that was ignored, naming its source; each sentence
+        is also logged once. A bad value, or None in one source, never takes down another source's ceiling,
+        nor max_limit max_fraction's."""
+        lowest: dict[str, tuple[float | int, _Given]] = {}
+        ignored: list[str] = []
+        for given in self.ceilings_given():
             try:
-                caps.update(_policy_fields(key, getattr(self, key)) or {})
-            except PolicyError as error:
-                problems.append(f"The configured ceiling {key} was ignored: {error}")
-        max_fraction = caps.get("fraction")
-        max_limit = caps.get("limit_bytes")
-        assert max_fraction is None or isinstance(max_fraction, float)
-        assert max_limit is None or isinstance(max_limit, int)
-        return Ceiling(max_fraction, max_limit), problems
+                fields = given.fields(self)
+            except _Ignored as error:
+                ignored.append(str(error))
+                continue
+            if fields is None:
+                continue  # None or "": this source sets none; it lifts none either
+            value = fields["fraction" if given.setting == "max_fraction" else "limit_bytes"]
+            assert isinstance(value, float | int)
+            if given.setting not in lowest or value < lowest[given.setting][0]:
+                lowest[given.setting] = (value, given)
+        fraction, fraction_from = lowest.get("max_fraction", (None, None))
+        limit, limit_from = lowest.get("max_limit", (None, None))
+        assert fraction is None or isinstance(fraction, float)
+        assert limit is None or isinstance(limit, int)
+        ceiling = Ceiling(
+            fraction,
+            limit,
+            max_fraction_origin=fraction_from.origin() if fraction_from else "",
+            max_limit_origin=limit_from.origin() if limit_from else "",
+        )
+        holds = f"this server's ceiling is {ceiling.describe()}" if ceiling != Ceiling() else "there is no ceiling"
+        problems = [f"{why} Until it is corrected, {holds}." for why in ignored]
+        for problem in problems:
+            if problem not in self._logged:
+                self._logged.add(problem)
+                _warn(_application(self), problem)
+        return ceiling, problems
+
+    def ceilings_given(self) -> list[_Given]:
+        """Every max_fraction / max_limit value and its source: the environment; when an IPython application
+        loaded this configuration (a kernel, a terminal IPython), each file it loaded, read again on its own
+        (system-wide ones first, the user's profile last), and its command line; last, what this object holds
+        where no source above explains it (``%config``, a value given to the constructor)."""
+        given = [_Given(s, _env(s), "environment") for s in CEILINGS if _env(s)]
+        application = _application(self)
+        if application is not None:
+            for path in getattr(application, "loaded_config_files", []):
+                loaded = _load_file(application, path)
+                if isinstance(loaded, str):
+                    given.append(_Given("", loaded, "unreadable", path))  # ceiling() says so
+                else:
+                    given.extend(self._given_in(loaded, "file", path))
+            given.extend(self._given_in(getattr(application, "cli_config", None) or Config(), "command line"))
+        for setting in CEILINGS:
+            value = self._refused_ceilings.get(setting, getattr(self, setting))
+            if _blank(value) or any(g.setting == setting and _same(g.value, value) for g in given):
+                continue
+            given.append(_Given(setting, value, "configuration"))
+        return given
+
+    def _given_in(self, config: Config, kind: str, where: str = "") -> list[_Given]:
+        """The ceilings one source's configuration gives this object (its nested sections too, as traitlets
+        finds them), each resolved and checked as traitlets would set it where that works."""
+        section = Configurable._find_my_config(self, config)
+        traits = self.traits(config=True)
+        given = []
+        for setting in CEILINGS:
+            if setting in section:
+                value = section[setting]
+                with suppress(Exception):  # else shown and reported as written
+                    value = _validated(self, traits[setting], setting, value)
+                given.append(_Given(setting, value, kind, where))
+        return given
+
+
+class _Ignored(Exception):
+    """Why one source's ceiling value was ignored (a sentence)."""
+
+
+@dataclass(frozen=True)
+class _Given:
+    """One source's value for a ceiling setting. ``kind``: "environment", "file" (``where`` its path), "command
+    line", "configuration" (what the configuration object holds that no other source explains), or
+    "unreadable": a file that loaded at start but not when read again (``where``; ``value``: the error)."""
+
+    setting: str  # "" for an unreadable file
+    value: Any
+    kind: str
+    where: str = ""
+
+    def shown(self) -> str:
+        if self.kind == "environment":
+            return f"{environment_variable(self.setting)}={self.value} in the environment"
+        if self.kind == "command line":
+            return f"--GpumemConfig.{self.setting}={self.value} on the kernel's command line"
+        place = self.where if self.kind == "file" else "the IPython configuration"
+        return f"c.GpumemConfig.{self.setting} = {_shown(self.value)} in {place}"
+
+    def origin(self) -> str:
+        """The source, for a sentence about the ceiling: "set in /etc/ipython/ipython_kernel_config.py"."""
+        if self.kind == "environment":
+            return f"set by {environment_variable(self.setting)} in the environment"
+        if self.kind == "command line":
+            return "set on the kernel's command line"
+        return f"set in {self.where if self.kind == 'file' else 'the IPython configuration'}"
+
+    def fields(self, owner: GpumemConfig) -> dict[str, object] | None:
+        """The Ceiling field this value gives (None: not set). Raises _Ignored: a sentence saying why not."""
+        if self.kind == "unreadable":
+            raise _Ignored(f"{self.where} could not be read again to find the ceilings it sets ({self.value}).")
+        trait = owner.traits(config=True)[self.setting]
+        try:
+            value = _validated(owner, trait, self.setting, self.value)
+        except Exception as error:
+            raise _Ignored(f"{self.shown()} was ignored: {self.setting} takes {FORMS[self.setting]}.") from error
+        try:
+            return _policy_fields(self.setting, value)
+        except PolicyError as error:
+            raise _Ignored(f"{self.shown()} was ignored: {error}") from error
+
+
+def _application(configurable: Configurable) -> Application | None:
+    """The application whose configuration reaches ``configurable`` through its parents (IPKernelApp in a
+    kernel: shell -> kernel -> app), if any."""
+    parent = configurable.parent
+    while parent is not None:
+        if isinstance(parent, Application):
+            return parent
+        parent = parent.parent
+    return None
+
+
+def _warn(application: Application | None, text: str) -> None:
+    """Log ``text`` for the administrator: on the package's logger, or, in a kernel where it has no handler,
+    on the kernel application's, which writes to the kernel's own stderr (the server's log). The package's
+    logger would fall to logging's last resort there, the notebook's stderr: lost at kernel start, and
+    the sentence twice in a cell that runs %load_ext (the notebook already shows it once)."""
+    target = log if log.hasHandlers() or application is None else application.log
+    target.warning("jupyter-gpumem: %s", text)
+
+
+def _load_file(application: Application, path: str) -> Config | str:
+    """A configuration file the application loaded, read again on its own with the application's loader
+    (IPython's understands ``load_subconfig(..., profile=)``); or why that failed."""
+    directory, name = os.path.split(path)
+    if name.endswith(".json"):
+        loader_class = getattr(application, "json_config_loader_class", JSONFileConfigLoader)
+    else:
+        loader_class = getattr(application, "python_config_loader_class", PyFileConfigLoader)
+    try:
+        loaded = loader_class(name, path=directory, log=log).load_config()
+    except Exception as error:  # it loaded once; whatever changed since is reported, not raised
+        return f"{type(error).__name__}: {error}"
+    assert isinstance(loaded, Config)
+    return loaded
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:
+        return False
 
 
 def load_config(parent: Any) -> tuple[GpumemConfig, list[str]]:
     """The configuration in ``parent``'s config (the IPython shell's; None: the environment alone), and one
-    sentence for each configured value that was ignored (a type its setting refuses, a name that is no
-    setting). Never raises for what the configuration holds: a refused setting keeps its environment
-    variable's value, or none, and the others apply. Values of the right type that still do not parse
-    (``fraction = 1.5``) are reported by ``defaults()`` and ``ceiling()``."""
+    sentence for each configured value that was ignored (a default of a type its setting refuses, a name that
+    is no setting). Never raises for what the configuration holds: a refused default keeps its environment
+    variable's value, or none, and the others apply. Defaults of the right type that still do not parse
+    (``fraction = 1.5``) are reported by ``defaults()``; every bad ceiling, of any type, by ``ceiling()``,
+    which reads each of the parent's application's sources on its own."""
     config = GpumemConfig(parent=parent)
     return config, list(config.refused.values())
+
+
+def _validated(owner: GpumemConfig, trait: TraitType[Any, Any], name: str, value: Any) -> Any:
+    """A configured value as traitlets would set it, checked against its trait (None: not set).
+    Raises whatever the value does on the way."""
+    assert isinstance(trait, Union)  # every setting is one
+    resolved = _resolved(owner, trait, name, value)
+    return None if resolved is None else trait.validate(owner, resolved)
 
 
 def _resolved(owner: GpumemConfig, trait: TraitType[Any, Any], name: str, value: Any) -> Any:

@@ -33,11 +33,17 @@ def plan_lines(plan: Plan) -> list[str]:
                 + (", growing on demand up to the limit" if policy.growth else "")
             )
         else:
-            lines.append(
+            line = (
                 f"{head} allocator limit {format_bytes(gpu.allocator_limit_bytes)} "
                 f"({format_percent(gpu.allocator_limit_bytes, gpu.total_bytes)} of {format_bytes(gpu.total_bytes)}); "
                 f"strict=off, so nvidia-smi will show about {format_bytes(gpu.overhead_bytes)} more"
             )
+            if gpu.ceiling_bytes is not None:
+                line += (
+                    f", which this server's ceiling of {format_bytes(gpu.ceiling_bytes)} here counts too: the limit is "
+                    f"lowered from {format_bytes(gpu.budget_bytes)} to keep both under it"
+                )
+            lines.append(line)
     for device in plan.hidden:
         lines.append(f"  GPU {device.index} {device.name or ''}: hidden from this kernel")
     for device in plan.lost:
@@ -70,7 +76,13 @@ def recorded(state: State, source: str, installed: bool) -> list[str]:
             "(CUDA_VISIBLE_DEVICES) holds for whatever starts CUDA next."
         )
     plan = state.plan
-    return [f"jupyter-gpumem: {state.policy.describe()} recorded ({source}). {when}", *plan_lines(plan)] if plan else []
+    if plan is None:
+        return []
+    if state.policy.is_empty:  # a ceiling alone
+        head = f"jupyter-gpumem: this server's ceiling ({state.ceiling.describe()}) is the budget ({source})."
+    else:
+        head = f"jupyter-gpumem: {state.policy.describe()} recorded ({source})."
+    return [f"{head} {when}", *plan_lines(plan)]
 
 
 def applied(state: State, share: Plan, notes: list[str]) -> list[str]:

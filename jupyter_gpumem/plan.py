@@ -4,7 +4,7 @@ split into the framework's allocator limit and the CUDA context/library overhead
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .model import Device, Snapshot
 from .overhead import Overhead
@@ -14,10 +14,14 @@ from .units import MiB, format_bytes
 
 @dataclass(frozen=True)
 class Ceiling:
-    """An administrator's maximum per GPU (JUPYTER_GPUMEM_MAX_FRACTION / _MAX_LIMIT)."""
+    """An administrator's maximum per GPU, as nvidia-smi counts it (JUPYTER_GPUMEM_MAX_FRACTION / _MAX_LIMIT):
+    each the lowest that any source sets (config.py)."""
 
     max_fraction: float | None = None
     max_limit_bytes: int | None = None
+    # Where each was set, as a phrase ("set in /etc/ipython/ipython_kernel_config.py"); "": not known.
+    max_fraction_origin: str = field(default="", compare=False)
+    max_limit_origin: str = field(default="", compare=False)
 
     def budget_bytes(self, total_bytes: int) -> int | None:
         caps = []
@@ -26,6 +30,14 @@ class Ceiling:
         if self.max_fraction is not None:
             caps.append(int(self.max_fraction * total_bytes))
         return min(caps) if caps else None
+
+    def origin(self, total_bytes: int) -> str:
+        """Where the cap that binds on a GPU of ``total_bytes`` was set: "set by JUPYTER_GPUMEM_MAX_FRACTION in
+        the environment" (or "set by the administrator" where that is not known)."""
+        limit_binds = self.max_limit_bytes is not None and (
+            self.max_fraction is None or self.max_limit_bytes <= int(self.max_fraction * total_bytes)
+        )
+        return (self.max_limit_origin if limit_binds else self.max_fraction_origin) or "set by the administrator"
 
     def describe(self) -> str:
         parts = []
@@ -45,6 +57,9 @@ class GpuPlan:
     budget_bytes: int | None  # None: no cap asked for
     overhead: Overhead  # CUDA context + libraries set aside, outside the allocator's limit
     allocator_limit_bytes: int | None  # what the framework's allocator is capped at
+    # strict=off under a ceiling: the ceiling's cap on this GPU, where the allocator limit was lowered from the
+    # budget so that it plus the overhead stays under it, as nvidia-smi counts it. None: not lowered.
+    ceiling_bytes: int | None = None
 
     @property
     def overhead_bytes(self) -> int:
@@ -117,7 +132,7 @@ def _budget(policy: Policy, ceiling: Ceiling, device: Device, total: int) -> int
     if cap is not None and budget is not None and budget > cap:
         raise PolicyError(
             f"{asked} is above this server's ceiling of {ceiling.describe()} "
-            f"({format_bytes(cap)} on GPU {device.index}), set by the administrator; ask for less."
+            f"({format_bytes(cap)} on GPU {device.index}), {ceiling.origin(total)}; ask for less."
         )
     return budget
 
@@ -143,6 +158,8 @@ def make_plan(
         budget = _budget(policy, ceiling, device, device.total_bytes)
         aside = overhead(device)
         limit = budget
+        cap = ceiling.budget_bytes(device.total_bytes)
+        lowered = None
         if budget is not None and policy.strict:
             limit = budget - aside.bytes
             if limit < 64 * MiB:
@@ -150,6 +167,17 @@ def make_plan(
                     f"{policy.describe()} gives GPU {device.index} a budget of {format_bytes(budget)}, which leaves "
                     f"nothing for tensors after about {format_bytes(aside.bytes)} of CUDA context and libraries; "
                     "ask for more, or add strict=off for the allocator pool alone."
+                )
+        elif budget is not None and cap is not None and budget + aside.bytes > cap:
+            # strict=off is the allocator pool alone, but a ceiling is as nvidia-smi counts it: the context and
+            # libraries outside the pool must fit under it too.
+            limit, lowered = cap - aside.bytes, cap
+            if limit < 64 * MiB:
+                raise PolicyError(
+                    f"{policy.describe()} on GPU {device.index}: this server's ceiling of {ceiling.describe()} "
+                    f"({format_bytes(cap)} there, as nvidia-smi counts it, {ceiling.origin(device.total_bytes)}) "
+                    f"leaves nothing for tensors after about {format_bytes(aside.bytes)} of CUDA context and "
+                    "libraries, and strict=off cannot go over it."
                 )
         gpus.append(
             GpuPlan(
@@ -160,6 +188,7 @@ def make_plan(
                 budget_bytes=budget,
                 overhead=aside,
                 allocator_limit_bytes=limit,
+                ceiling_bytes=lowered,
             )
         )
     no_gpu = None if snapshot.devices else "The NVIDIA driver reports no GPUs."
