@@ -42,6 +42,8 @@ def load_ipython_extension(ipython: Any) -> None:
     from .stream import stream
 
     first = _controller is None
+    if first:
+        _log_where_the_kernel_logs(ipython)
     ipython.register_magics(GpumemMagics)
     if on_post_run_cell not in ipython.events.callbacks["post_run_cell"]:
         ipython.events.register("post_run_cell", on_post_run_cell)
@@ -52,6 +54,25 @@ def load_ipython_extension(ipython: Any) -> None:
         path = kernel_report_path()
         if path is not None:  # in a kernel: its server reads what it reports (publish.py)
             stream(ipython).publish_to(path)
+
+
+def _log_where_the_kernel_logs(ipython: Any) -> None:
+    """In a kernel, the package's warnings go where the kernel application's go (the kernel's stderr:
+    the server's log), not to logging's last resort, the notebook's stderr, where they land in
+    whatever cell runs, or nowhere at kernel start."""
+    import logging
+
+    from .config import application_of
+
+    class ToApplication(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            application.log.handle(record)  # type: ignore[union-attr]
+
+    log = logging.getLogger("jupyter_gpumem")
+    application = application_of(ipython)
+    if application is not None and not log.handlers:
+        log.addHandler(ToApplication())
+        log.propagate = False
 
 
 def _say(text: str, ipython: Any) -> None:

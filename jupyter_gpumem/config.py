@@ -296,7 +296,7 @@ class GpumemConfig(Configurable):
         for problem in problems:
             if problem not in self._logged:
                 self._logged.add(problem)
-                _warn(_application(self), problem)
+                _warn(application_of(self), problem)
         return ceiling, problems
 
     def ceilings_given(self) -> list[_Given]:
@@ -305,7 +305,7 @@ class GpumemConfig(Configurable):
         (system-wide ones first, the user's profile last), and its command line; last, what this object holds
         where no source above explains it (``%config``, a value given to the constructor)."""
         given = [_Given(s, _env(s), "environment") for s in CEILINGS if _env(s)]
-        application = _application(self)
+        application = application_of(self)
         if application is not None:
             for path in getattr(application, "loaded_config_files", []):
                 loaded = _load_file(application, path)
@@ -382,7 +382,7 @@ class _Given:
             raise _Ignored(f"{self.shown()} was ignored: {error}") from error
 
 
-def _application(configurable: Configurable) -> Application | None:
+def application_of(configurable: Configurable) -> Application | None:
     """The application whose configuration reaches ``configurable`` through its parents (IPKernelApp in a
     kernel: shell -> kernel -> app), if any."""
     parent = configurable.parent
