@@ -103,7 +103,9 @@ def _connect_sidebar(interval_s: float | None = None, history_s: float | None = 
     history_s = DEFAULT_HISTORY_S if history_s is None else history_s
     shell = get_ipython()
     if shell is not None:
-        shell.extension_manager.load_extension("jupyter_gpumem")
+        # Not through the extension manager: a user's own `%load_ext jupyter_gpumem` later would then
+        # print "already loaded" in their notebook. Loading again changes nothing anyway.
+        load_ipython_extension(shell)
     stream(shell).connect(interval_s, history_s)
 
 

@@ -50,31 +50,44 @@ def _device(reading: Reading, report: OutOfMemory, uuids: list[str]) -> Device |
     return holding[0] if len(holding) == 1 else None
 
 
+# The devices NVML cannot see (it sees NVIDIA GPUs only), as the advice names them.
+UNMEASURED = {
+    "ROCm": "an AMD GPU via ROCm",
+    "MPS": "an Apple GPU via MPS",
+    "XPU": "an Intel GPU via XPU",
+    "DirectML": "a GPU via DirectML",
+    "TPU": "a TPU",
+}
+
+
 def diagnose(report: OutOfMemory, reading: Reading, uuids: list[str], growth: bool | None) -> Advice:
     """``uuids``: the framework's GPUs by NVML uuid, in its order; ``growth``: the policy's growth."""
     framework = report.framework
-    lines = [f"jupyter-gpumem: {framework} ran out of GPU memory ({report.error})."]
+    lines = [f"jupyter-gpumem: {framework} ran out of {_what(report)} ({report.error})."]
     if report.shape is not None:
-        size = format_bytes(report.bytes) if report.bytes is not None else "an unknown size"
+        size = _size(report.bytes, report.rounded) if report.bytes is not None else "an unknown size"
         lines.append(
             f"  The tensor that did not fit: shape [{', '.join(map(str, report.shape))}], "
             f"{report.dtype_name}, {size}" + (f", on {report.device}" if report.device else "") + "."
         )
     elif report.bytes is not None:
-        lines.append(f"  The allocation that did not fit: {format_bytes(report.bytes)}.")
+        lines.append(f"  The allocation that did not fit: {_size(report.bytes, report.rounded)}.")
     else:
         lines.append("  The message does not say which tensor did not fit.")
     if report.node or report.op:
         where = [f"node {report.node}" if report.node else "", f"op {report.op}" if report.op else ""]
         lines.append(f"  In {' / '.join(w for w in where if w)}.")
 
-    device = _device(reading, report, uuids)
+    device = _device(reading, report, uuids) if report.measurable else None
     split = reading.breakdowns.get(device.uuid or "") if device else None
     free = None
     if device is None or device.total_bytes is None:
-        lines.append("  GPU memory figures: not available (no driver, or the GPU could not be told).")
+        lines.append(f"  GPU memory figures: {_unmeasured(report)}.")
+        if report.free is not None:  # what the framework said when it failed, NVML's figures being out of reach
+            free = report.free
+            lines.append(f"  {framework} said {_size(free, free > 0) if free else 'nothing'} was free{_limit(report)}.")
     else:
-        own = device.own_bytes
+        own = reading.own(device).bytes  # None where it cannot be attributed (containers): not 0
         budget = split.budget_bytes if split else None
         allocator = reading.allocators.get(device.uuid or "")
         figures = (
@@ -101,6 +114,33 @@ def diagnose(report: OutOfMemory, reading: Reading, uuids: list[str], growth: bo
     batch, first = _batch_lines(report, free, lines)
     lines.extend(_causes(report, device, split.budget_bytes if split else None, growth, framework))
     return Advice(report, tuple(lines), batch, first)
+
+
+def _what(report: OutOfMemory) -> str:
+    """What ran out, as the first line says it."""
+    if (report.device or "").upper().startswith("CPU"):
+        return "host memory on the CPU"
+    name = UNMEASURED.get(report.accelerator or "")
+    return f"memory on {name}" if name else "GPU memory"
+
+
+def _unmeasured(report: OutOfMemory) -> str:
+    """Why there are no NVML figures for this error."""
+    if (report.device or "").upper().startswith("CPU"):
+        return "none: this was the host's memory, which jupyter-gpumem does not measure"
+    name = UNMEASURED.get(report.accelerator or "")
+    if name:
+        return f"none here: NVML sees only NVIDIA GPUs, not {name}"
+    return "not available (no driver, or the GPU could not be told)"
+
+
+def _limit(report: OutOfMemory) -> str:
+    return " under its limit (max allowed less what was allocated)" if report.accelerator == "MPS" else ""
+
+
+def _size(size: int, rounded: bool) -> str:
+    """A size from the message; "about" where the framework printed it rounded (PyTorch's "20.00 MiB")."""
+    return ("about " if rounded else "") + (format_bytes(size) if size >= MiB else _small(size))
 
 
 def _batch_lines(report: OutOfMemory, free: int | None, lines: list[str]) -> tuple[int | None, int | None]:
@@ -138,6 +178,8 @@ def _batch_lines(report: OutOfMemory, free: int | None, lines: list[str]) -> tup
 
 def _small(size: float) -> str:
     """A per-sample size, which is often under a MiB."""
+    if size < 1024:
+        return f"{math.ceil(size)} bytes"
     return f"{math.ceil(size / 1024)} KiB" if size < MiB else format_bytes(math.ceil(size))
 
 
@@ -159,17 +201,18 @@ def _causes(
         )
     # The frameworks that take their pool when they start (unless growth=on) say how to free it.
     free = next((a.free_earlier for a in ADAPTERS.values() if a.name == framework), None)
-    if growth is not True and free:
+    if growth is not True and free and report.measurable:  # the policy's growth applies to NVIDIA GPUs
         causes.append(
             f"growth is off, so {framework} reserved its pool when it started and tensors from earlier cells "
             f"(models, results) still hold parts of it: {free}, or restart the kernel"
         )
     unused = report.unused_pool
     if unused and unused >= (report.bytes or 0) // 2:
+        intel = report.accelerator == "XPU"  # its allocator has no expandable segments
         causes.append(
             f"PyTorch holds {format_bytes(unused)} reserved but unallocated, in pieces too small for this "
-            "request (fragmentation): torch.cuda.empty_cache() gives them back; %gpumem growth=on before CUDA "
-            "starts (expandable segments) avoids it"
+            f"request (fragmentation): torch.{'xpu' if intel else 'cuda'}.empty_cache() gives them back"
+            + ("" if intel else "; %gpumem growth=on before CUDA starts (expandable segments) avoids it")
         )
     return [f"  Also likely: {cause}." for cause in causes]
 

@@ -31,33 +31,43 @@ class Alerts:
         lines = []
         for device in reading.snapshot.devices:
             split = reading.breakdowns.get(device.uuid or "")
-            own, budget = device.own_bytes, split.budget_bytes if split else None
+            figure = reading.own(device)
+            own, budget = figure.bytes, split.budget_bytes if split else None
             used, total = device.used_bytes, device.total_bytes
             where = f"GPU {device.index} {device.name or ''}".rstrip()
+            # Not NVML's figure under this kernel's PID: say which it is (attribution.py).
+            uses = {"matched": f"{format_bytes(own)} (matched)", "estimated": f"about {format_bytes(own)} (estimated)"}
+            held = uses.get(figure.source, format_bytes(own))
             if own is not None and budget:
                 share = own / budget
                 over = self._starts(OVER_BUDGET, device, share)
                 near = self._starts(NEAR_BUDGET, device, share)  # also when over: no "near" on the way back
                 if over:
                     lines.append(
-                        f"jupyter-gpumem: this kernel uses {format_bytes(own)} on {where}, "
+                        f"jupyter-gpumem: this kernel uses {held} on {where}, "
                         f"{format_bytes(own - budget)} over its {format_bytes(budget)} budget. "
                         "Run %gpumem explain to see why."
                     )
                 elif near:
                     lines.append(
-                        f"jupyter-gpumem: this kernel uses {format_bytes(own)} on {where}, "
+                        f"jupyter-gpumem: this kernel uses {held} on {where}, "
                         f"{format_percent(own, budget)} of its {format_bytes(budget)} budget."
                     )
             if used is not None and total:
-                others = used - (own or 0)
-                # Only when others share the GPU: this kernel's own growth has the budget warnings.
-                crowded = used / total if others >= 0.05 * total else 0.0
+                others = None if own is None else used - own
+                # Only when others share the GPU: this kernel's own growth has the budget warnings. When its
+                # own share is unknown, nobody can be told apart: the GPU filling up is worth saying anyway.
+                crowded = used / total if others is None or others >= 0.05 * total else 0.0
                 if self._starts(GPU_FULL, device, crowded):
+                    holders = (
+                        f"this kernel's own share is unknown ({figure.reason})"
+                        if others is None
+                        else f"other processes hold {format_bytes(others)}"
+                    )
                     lines.append(
                         f"jupyter-gpumem: {where} is {format_percent(used, total)} full "
-                        f"({format_bytes(used)} of {format_bytes(total)}); other processes hold "
-                        f"{format_bytes(others)}, so this kernel may run out of memory before its budget."
+                        f"({format_bytes(used)} of {format_bytes(total)}); {holders}, so this kernel may run out of "
+                        "memory before its budget."
                     )
         return lines
 

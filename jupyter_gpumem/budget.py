@@ -6,11 +6,15 @@ explain` and the sidebar all show this one split."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
+from .attribution import Match, Own, Source, View, attribute, pid_view
 from .frameworks.base import Allocator
+from .limits import Limits
+from .limits import read as read_limits
 from .model import Device, Snapshot
-from .overhead import Overhead
+from .overhead import Overhead, estimate
 from .plan import GpuPlan, Plan
 from .state import State
 from .units import format_bytes
@@ -20,11 +24,12 @@ from .units import format_bytes
 class Breakdown:
     budget_bytes: int | None
     in_force: bool  # the budget is in force in the framework on this GPU
-    own_bytes: int | None  # as nvidia-smi counts it; None: N/A
+    own_bytes: int | None  # as nvidia-smi counts it (attributed: see own_source); None: unknown, never 0
     pool_bytes: int | None  # the allocator's pool: what it reserved if known, else its planned limit
     pool_known: bool  # the framework reported the pool (else it is the plan's limit)
     overhead: Overhead | None  # measured now if possible, else what the plan set aside
     reason: str | None  # a phrase, when own_bytes is over budget_bytes
+    own_source: Source = "exact"  # what own_bytes rests on (attribution.py)
 
     @property
     def over_bytes(self) -> int:
@@ -43,10 +48,32 @@ class Reading:
     started: bool  # the framework's runtime has started (its settings are fixed)
     allocators: dict[str, Allocator]  # GPU uuid -> the framework's allocator there
     breakdowns: dict[str, Breakdown]  # GPU uuid -> the split, for every GPU when there is a plan
+    owns: dict[str, Own] = field(default_factory=dict)  # GPU uuid -> this kernel's memory there, attributed
+    limits: Limits = field(default_factory=Limits)  # which limit holds on each GPU, hard or cooperative
 
     @property
     def plan(self) -> Plan | None:
         return self.state.plan
+
+    @cached_property
+    def view(self) -> View | None:
+        """Where this kernel stands towards NVML's PIDs (attribution.pid_view)."""
+        return pid_view(self.snapshot)
+
+    def own(self, device: Device) -> Own:
+        """This kernel's memory on ``device``, as every surface shows it."""
+        known = self.owns.get(device.uuid or "")
+        if known is not None:
+            return known
+        return attribute(
+            device,
+            self.view,
+            None,
+            started=self.started,
+            allocator=self.allocators.get(device.uuid or ""),
+            framework=self.framework,
+            overhead=lambda: estimate(device, self.framework or "the framework", 0),
+        )
 
     @property
     def framework(self) -> str | None:
@@ -64,22 +91,27 @@ def breakdown(
     hidden: bool,
     pool: int | None,
     measured: Overhead | None,
+    own: Own | None = None,
 ) -> Breakdown:
     """``in_force``: the budget is in force on this GPU in ``framework``, else ``why_not`` (a phrase);
-    ``pool``: bytes its allocator reported reserving here; ``measured``: this kernel's overhead here."""
-    own = device.own_bytes
+    ``pool``: bytes its allocator reported reserving here; ``measured``: this kernel's overhead here;
+    ``own``: this kernel's memory here as attributed (else what NVML lists under its PID)."""
+    source: Source = own.source if own else "exact"
+    own_bytes = own.bytes if own else device.own_bytes
     budget = gpu.budget_bytes if gpu else None
     pool_bytes = pool if pool is not None else gpu.allocator_limit_bytes if gpu else None
     overhead = measured or (gpu.overhead if gpu else None)
-    over = own is not None and budget is not None and own > budget
+    over = own_bytes is not None and budget is not None and own_bytes > budget
     reason = None
     if over and hidden:
         reason = "on a GPU its policy hides: CUDA started here before the policy"
     elif over and not in_force:
         reason = f"the policy is not in force: {why_not}"
     elif over:
-        reason = _outside(own, pool_bytes, gpu, framework, strict)
-    return Breakdown(budget, in_force and budget is not None, own, pool_bytes, pool is not None, overhead, reason)
+        reason = _outside(own_bytes, pool_bytes, gpu, framework, strict)
+    return Breakdown(
+        budget, in_force and budget is not None, own_bytes, pool_bytes, pool is not None, overhead, reason, source
+    )
 
 
 def _outside(own: int | None, pool: int | None, gpu: GpuPlan | None, framework: str, strict: bool) -> str:
@@ -115,13 +147,42 @@ def reading(
     started: bool,
     allocators: dict[str, Allocator],
     measured: Callable[[str | None], Overhead | None],
+    matches: dict[str, Match] | None = None,
+    overhead: Callable[[Device], Overhead] | None = None,
+    limits: Limits | None = None,
 ) -> Reading:
-    """The Reading, with a Breakdown for every GPU when there is a plan. ``measured``: this kernel's
-    overhead measurement on a GPU (by uuid), if any."""
-    breakdowns = {}
+    """The Reading, with this kernel's memory attributed on every GPU and a Breakdown for every GPU when
+    there is a plan. ``measured``: this kernel's overhead measurement on a GPU (by uuid), if any;
+    ``matches``: what the Matcher found per GPU; ``overhead(device)``: what lies outside the framework's
+    pool there, for an estimate (by default: measured, else what the plan set aside, else estimated per
+    GPU generation); ``limits``: which limit holds on each GPU (by default MIG and the budgets, without
+    looking at MPS)."""
     plan = state.plan
+    planned = {g.uuid: g for g in plan.gpus} if plan else {}
+    framework = state.framework
+
+    def outside(device: Device) -> Overhead:
+        if overhead is not None:
+            return overhead(device)
+        gpu = planned.get(device.uuid or "")
+        return measured(device.uuid) or (gpu.overhead if gpu else estimate(device, framework or "the framework", 0))
+
+    view = pid_view(snapshot)
+    owns = {
+        device.uuid: attribute(
+            device,
+            view,
+            (matches or {}).get(device.uuid),
+            started=started,
+            allocator=allocators.get(device.uuid),
+            framework=framework,
+            overhead=lambda device=device: outside(device),  # type: ignore[misc]
+        )
+        for device in snapshot.devices
+        if device.uuid is not None
+    }
+    breakdowns = {}
     if plan is not None:
-        planned = {g.uuid: g for g in plan.gpus}
         hidden = {d.uuid for d in plan.hidden}
         in_force = state.in_force
         why_not = _why_not(state, started)
@@ -138,6 +199,16 @@ def reading(
                 why_not=why_not,
                 hidden=device.uuid in hidden,
                 pool=allocator.pool if allocator else None,
-                measured=measured(device.uuid),
+                measured=_outside_measured(owns[device.uuid], measured(device.uuid), outside, device),
+                own=owns[device.uuid],
             )
-    return Reading(snapshot, state, started, allocators, breakdowns)
+    if limits is None:
+        limits = read_limits(snapshot, None, {g.uuid: g.budget_bytes for g in planned.values()})
+    return Reading(snapshot, state, started, allocators, breakdowns, owns, limits)
+
+
+def _outside_measured(
+    own: Own, measured: Overhead | None, outside: Callable[[Device], Overhead], device: Device
+) -> Overhead | None:
+    """The overhead the split shows: with an estimated figure, the one the estimate used."""
+    return outside(device) if own.source == "estimated" else measured

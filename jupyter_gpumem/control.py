@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from . import messages
+from . import limits, messages
+from .attribution import Matcher, listed, pid_view
 from .budget import Reading, reading
 from .config import GpumemConfig, load_config
 from .environ import EnvironmentChanges
@@ -57,6 +58,7 @@ class Controller:
         self.problems = [*(problems or []), *ceiling_problems]
         self.adapters = dict(adapters) if adapters is not None else {n: a() for n, a in ADAPTERS.items()}
         self.calibration = calibration or Calibration()
+        self.matcher = Matcher()  # fed by read(): which listed process is this kernel's, in a container
         self.snapshot = snapshot
         self._referenced = referenced
         self._environment = environment or EnvironmentChanges()
@@ -89,15 +91,22 @@ class Controller:
         adapters = targets(policy, self.adapters, self._referenced)
         together = all(a.imported() for a in adapters)  # several imported: they share the budget
         plan = self._plan(policy, self.snapshot(), adapters if together else adapters[:1])
+        if policy.mps:
+            cuda = [a.name for a in self.adapters.values() if a.imported() and a.initialised()]
+            refusal = limits.mps_refusal(plan, self._environment.environ, cuda)
+            if refusal:
+                raise PolicyError(refusal)
         late = [reason for a in adapters if (reason := a.too_late(plan))]
         if late:
             return messages.too_late(adapters, policy, late)
         state = self._state(policy, plan, adapters, together)
         if together:
-            return self._apply(state)
-        self._record(state)
-        installed = len(adapters) > 1 or adapters[0].importable()
-        return [*self.cache_problem(), *messages.recorded(state, source, installed)]
+            lines = self._apply(state)
+        else:
+            self._record(state)
+            installed = len(adapters) > 1 or adapters[0].importable()
+            lines = [*self.cache_problem(), *messages.recorded(state, source, installed)]
+        return [*lines, *(messages.mps_applied(self._environment.environ) if policy.mps else [])]
 
     def reset(self) -> list[str]:
         if self.state.applied:
@@ -135,10 +144,36 @@ class Controller:
                 for uuid, allocator in zip(uuids, adapter.memory_in_use(), strict=False):
                     known = allocators.get(uuid)
                     allocators[uuid] = known.plus(allocator) if known else allocator
+        # Every sample goes to the matcher, before the framework starts too: what was listed then did not
+        # "appear" when it started.
+        matches = self.matcher.observe(snapshot, {u: a.pool for u, a in allocators.items()}, allocators.keys())
+        name, version = label(started) if started else (state.framework or "the framework", None)
+        if started:
+            view = pid_view(snapshot)
+            confirmed = {  # measured only where NVML lists this kernel (exact or matched), never from an estimate
+                d.uuid: own.bytes
+                for d in snapshot.devices
+                if d.uuid and (own := listed(d, view, matches.get(d.uuid))) is not None and own.bytes is not None
+            }
             pools = {uuid: a.pool for uuid, a in allocators.items() if a.pool is not None}
-            self.calibration.observe(snapshot, pools, *label(started))
+            self.calibration.observe(snapshot, pools, name, version, owns=confirmed)
+        library_bytes = sum(a.library_bytes for a in started)
+
+        def overhead(device: Device) -> Overhead:
+            measured = self.calibration.measured(device.uuid)
+            remembered = self.calibration.planned(device, snapshot.driver_version, name, version)
+            return measured or remembered or estimate(device, name, library_bytes)
+
+        budgets = {g.uuid: g.budget_bytes for g in state.plan.gpus} if state.plan else {}
         return reading(
-            snapshot, state, started=bool(started), allocators=allocators, measured=self.calibration.measured
+            snapshot,
+            state,
+            started=bool(started),
+            allocators=allocators,
+            measured=self.calibration.measured,
+            matches=matches,
+            overhead=overhead,
+            limits=limits.read(snapshot, self._environment.environ, budgets),
         )
 
     def framework_uuids(self, reading: Reading) -> list[str]:
@@ -151,8 +186,8 @@ class Controller:
         return [problem] if problem else []
 
     def status_lines(self, reading: Reading) -> list[str]:
-        """The policy and its plan, and how this kernel's memory splits against it now."""
-        return [*self.cache_problem(), *messages.status(reading.state, reading)]
+        """The policy and its plan, how this kernel's memory splits against it now, and which limits are hard."""
+        return [*self.cache_problem(), *messages.status(reading.state, reading), *messages.limit_lines(reading)]
 
     # ------------------------------------------------------------------ internals
 
@@ -174,9 +209,18 @@ class Controller:
     def _record(self, state: State) -> None:
         """Publish a recorded State and set what its frameworks read at import."""
         if state.plan is not None:
-            for adapter in state.adapters:
-                self._environment.set(adapter.environment(state.plan))
+            self._set_environment(state.plan, state.adapters)
         self.state = state
+
+    def _set_environment(self, plan: Plan, adapters: Sequence[Adapter]) -> None:
+        """What the frameworks read at import, and what CUDA reads when it starts (mps=on)."""
+        for adapter in adapters:
+            self._environment.set(adapter.environment(plan))
+        if plan.policy.mps:
+            before = self._environment.original(limits.PINNED)
+            self._environment.set(limits.mps_environment(plan, self._environment.environ, before))
+        else:
+            self._environment.put_back(limits.PINNED)
 
     def _plan(self, policy: Policy, snapshot: Snapshot, adapters: list[Adapter]) -> Plan:
         """The plan for ``policy`` on this snapshot, setting aside on each GPU what an earlier kernel
@@ -196,8 +240,8 @@ class Controller:
         assert state.plan is not None
         share = state.plan.shared(len(state.adapters))
         notes = []
+        self._set_environment(share, state.adapters)
         for adapter in state.adapters:
-            self._environment.set(adapter.environment(share))
             notes.extend(adapter.apply(share))
         self.state = replace(state, applied_at=time.time(), no_gpu=_no_gpu(state.adapters, share))
         return [*self.cache_problem(), *messages.applied(self.state, share, notes)]
@@ -228,7 +272,7 @@ class Controller:
     def _apply_too(self, adapter: Adapter, applied: State) -> list[str]:
         """A second framework imported after the policy went to the first: it gets the same plan."""
         assert applied.plan is not None
-        self._environment.set(adapter.environment(applied.plan))
+        self._set_environment(applied.plan, [adapter])
         notes = adapter.apply(applied.plan)
         adapters = [*applied.adapters, adapter]
         state = replace(

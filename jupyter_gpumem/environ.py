@@ -19,6 +19,20 @@ class EnvironmentChanges:
             self._saved.setdefault(key, self.environ.get(key))
             self.environ[key] = value
 
+    def original(self, key: str) -> str | None:
+        """The variable's value before any change made here."""
+        return self._saved[key] if key in self._saved else self.environ.get(key)
+
+    def put_back(self, key: str) -> None:
+        """Give one variable back its value from before any change made here."""
+        if key not in self._saved:
+            return
+        value = self._saved.pop(key)
+        if value is None:
+            self.environ.pop(key, None)
+        else:
+            self.environ[key] = value
+
     def restore(self) -> None:
         for key, value in self._saved.items():
             if value is None:

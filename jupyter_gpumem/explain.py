@@ -3,8 +3,9 @@ numbers (story S1), and what to change."""
 
 from __future__ import annotations
 
+from .attribution import UNLISTED, UNTRANSLATED
 from .budget import Reading
-from .model import Device, Snapshot
+from .model import Device
 from .plan import GpuPlan, Plan
 from .state import State
 from .units import format_bytes, format_percent
@@ -20,13 +21,21 @@ def explain(reading: Reading) -> list[str]:
         return [
             f"No budget is set, so {state.takes}. To share the GPU: restart the kernel, then run for example "
             f"%gpumem fraction=0.4 (or growth=on) before any {framework} code.",
-            *_per_gpu_usage(snapshot),
+            *_per_gpu_usage(reading),
         ]
     budgets = {g.uuid: g for g in plan.gpus}
     hidden = {d.uuid for d in plan.hidden}
     lines = [f"Policy {plan.policy.describe()}: {_state(state, reading.started)}"]
-    own_gpus = [d for d in snapshot.devices if d.holds_self]
-    if not own_gpus:
+    owns = {d.index: reading.own(d) for d in snapshot.devices}
+    own_gpus = [d for d in snapshot.devices if owns[d.index].holds or owns[d.index].pid is not None]
+    unknown = [d for d in snapshot.devices if d not in own_gpus and owns[d.index].bytes is None and not d.lost]
+    if reading.view in ("untranslated", "unlisted"):
+        lines.append(
+            f"{_capital(UNTRANSLATED if reading.view == 'untranslated' else UNLISTED)}, so this kernel's own "
+            "memory is matched where one listed process follows its framework's pool, estimated from the pool "
+            "where the framework tells it, and unknown otherwise, never 0 (docs/containers.md)."
+        )
+    elif not own_gpus:
         lines.append(
             "This kernel holds no GPU memory that the driver reports"
             + (
@@ -35,10 +44,11 @@ def explain(reading: Reading) -> list[str]:
                 else " (or the driver does not list processes here)."
             )
         )
-        if snapshot.devices:
+    for device in unknown:
+        if budgets.get(device.uuid or "") is not None:
             lines.append(
-                "  In a container the driver reports host PIDs, which match no PID inside it; then this "
-                "kernel's own figure cannot be read (run the container with --pid=host)."
+                f"GPU {device.index} {device.name or ''}: this kernel's memory is unknown, not 0 "
+                f"({owns[device.index].because}), so whether it keeps to its budget there cannot be told."
             )
     for device in own_gpus:
         gpu = budgets.get(device.uuid or "")
@@ -70,7 +80,18 @@ def _state(state: State, started: bool) -> str:
 def _explain_gpu(
     device: Device, gpu: GpuPlan | None, hidden: bool, plan: Plan, framework: str, reading: Reading
 ) -> list[str]:
-    used = device.own_bytes
+    lines = _explain_figures(device, gpu, hidden, plan, framework, reading)
+    own = reading.own(device)
+    if own.source in ("matched", "estimated"):
+        lines.insert(1, f"  This kernel's figure is {own.describe()}.")
+    return lines
+
+
+def _explain_figures(
+    device: Device, gpu: GpuPlan | None, hidden: bool, plan: Plan, framework: str, reading: Reading
+) -> list[str]:
+    own = reading.own(device)
+    used = own.bytes
     head = f"GPU {device.index} {device.name or ''}:"
     if used is None:
         return [
@@ -107,6 +128,8 @@ def _explain_gpu(
     pool = split.pool_bytes if split and split.pool_bytes is not None else limit
     outside = used - pool
     measured = split.overhead if split and split.overhead and split.overhead.source == "measured" else None
+    if own.source == "estimated":
+        measured = None  # the figure is the pool plus that overhead: nothing was measured against it now
     if measured:
         lines.append(
             f"  Measured: {framework}'s pool holds {format_bytes(pool)}; NVML counts {format_bytes(outside)} more "
@@ -136,12 +159,22 @@ def _explain_gpu(
     return lines
 
 
-def _per_gpu_usage(snapshot: Snapshot) -> list[str]:
+def _per_gpu_usage(reading: Reading) -> list[str]:
     lines = []
-    for device in snapshot.devices:
-        if device.holds_self:
+    for device in reading.snapshot.devices:
+        own = reading.own(device)
+        if own.holds:
+            label = "" if own.source == "exact" else f" ({own.describe()})"
             lines.append(
-                f"  GPU {device.index} {device.name or ''}: this kernel uses {format_bytes(device.own_bytes)} of "
-                f"{format_bytes(device.total_bytes)}."
+                f"  GPU {device.index} {device.name or ''}: this kernel uses {format_bytes(own.bytes)} of "
+                f"{format_bytes(device.total_bytes)}{label}."
+            )
+        elif own.bytes is None and own.pid is None and not device.lost:
+            lines.append(
+                f"  GPU {device.index} {device.name or ''}: this kernel's memory is unknown, not 0: {own.reason}."
             )
     return lines
+
+
+def _capital(phrase: str) -> str:
+    return phrase[:1].upper() + phrase[1:]

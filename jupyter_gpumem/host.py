@@ -4,9 +4,11 @@ Looking processes up costs more than reading NVML, so it happens at a slower cad
 (``refresh_s``) and is cached per PID. The command line is never read: on a shared machine
 another user's arguments are theirs.
 
-Inside a container NVML reports host PIDs, which can name an unrelated process in the container's
+Inside a container NVML may report host PIDs, which can name an unrelated process in the container's
 own PID namespace. Where the driver names the process and the names disagree, the host figures are
-not used: an honest "not visible" beats another process's CPU%.
+not used: an honest "not visible" beats another process's CPU%. Each PID is marked ``local`` or not:
+a process of this PID namespace running the program the driver names (attribution.py reads from
+these marks whether the driver's PIDs are this kernel's at all; docs/containers.md).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
@@ -75,11 +78,15 @@ class HostProcesses:
                 host_name = process.name()
                 user = _username(process)
                 process.cpu_percent(None)  # primes the counter; the first reading is meaningless
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        except psutil.NoSuchProcess:
+            return _Entry(None, HostInfo(name=driver_name, local=False), now)
+        except (psutil.AccessDenied, psutil.ZombieProcess):  # it is here, but which program it runs is not told
             return _Entry(None, HostInfo(name=driver_name), now)
         if driver_name and not _same_program(driver_name, host_name):
-            return _Entry(None, HostInfo(name=driver_name), now)
-        return _Entry(process, HostInfo(name=driver_name or host_name, user=user), now)
+            return _Entry(None, HostInfo(name=driver_name, local=False), now)
+        # Without the driver's name there is nothing to compare: it may be another namespace's PID.
+        local = True if driver_name else None
+        return _Entry(process, HostInfo(name=driver_name or host_name, user=user, local=local), now)
 
     def _refresh(self, entry: _Entry, now: float) -> HostInfo:
         entry.refreshed_at = now
@@ -89,9 +96,9 @@ class HostProcesses:
             cpu = entry.process.cpu_percent(None)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             entry.process = None
-            entry.info = HostInfo(name=entry.info.name)
+            entry.info = HostInfo(name=entry.info.name, local=entry.info.local)  # where it was seen stays true
             return entry.info
-        entry.info = HostInfo(name=entry.info.name, user=entry.info.user, cpu_percent=cpu)
+        entry.info = entry.info._replace(cpu_percent=cpu)
         return entry.info
 
 
@@ -100,3 +107,30 @@ def _username(process: psutil.Process) -> str | None:
         return process.username()
     except (KeyError, psutil.AccessDenied):  # a UID with no passwd entry (common in containers)
         return None
+
+
+_host_namespace: bool | None = None
+
+
+def in_host_pid_namespace() -> bool:
+    """This process shares the host's PID namespace. Only there does ``/proc`` show the kernel's own
+    threads, and PID 2 is always ``kthreadd`` (parent 0); in a container of its own (Docker, Kubernetes
+    without hostPID, ``unshare --pid --mount-proc``) PID 2 is another process or none. Read once: a
+    process does not change PID namespace. Where there is no ``/proc`` (not Linux) there are no PID
+    namespaces to tell apart: True."""
+    global _host_namespace
+    if _host_namespace is None:
+        _host_namespace = _reads_as_host(Path("/proc"))
+    return _host_namespace
+
+
+def _reads_as_host(proc: Path) -> bool:
+    if not (proc / "self").exists():
+        return True
+    try:
+        stat = (proc / "2" / "stat").read_text()
+    except OSError:
+        return False
+    # "2 (kthreadd) S 0 ...": the name in brackets, then the state, then the parent's PID.
+    name, _, rest = stat.partition(" (")[2].rpartition(") ")
+    return name == "kthreadd" and rest.split()[1:2] == ["0"]

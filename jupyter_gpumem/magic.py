@@ -48,6 +48,9 @@ Settings:
                           auto (default): the frameworks imported (several share the budget), else
                           the one installed; with several installed, whichever is imported.
   strict=off              the frameworks' raw meaning: cap the allocator pool only.
+  mps=on                  where an MPS server is in use, also make the budget this process's MPS
+                          pinned memory limit (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT): a hard cap, set
+                          before CUDA starts. Without it the budget is cooperative (docs/containers.md).
 
 Examples:
   %gpumem fraction=0.5 gpus=1     # half of GPU 1 as nvidia-smi counts it, nothing of GPU 0
@@ -94,9 +97,10 @@ class GpumemMagics(Magics):
             print(HELP)
         elif command == "status" and len(words) <= 1:
             snapshot = control.snapshot(cpu_window_s=STATUS_CPU_WINDOW_S)
-            print(render(snapshot))
+            reading = control.read(snapshot)
+            print(render(snapshot, reading))
             if not snapshot.problem or control.has_policy:
-                print("\n".join(control.status_lines(control.read(snapshot))))
+                print("\n".join(control.status_lines(reading)))
         elif command == "explain" and len(words) <= 1:
             print("\n".join(explain(control.read(control.snapshot()))))
         elif command == "reset" and len(words) <= 1:

@@ -4,9 +4,12 @@ anything (control.py does)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .budget import Reading
 from .frameworks.base import Adapter
 from .frameworks.choice import label
+from .limits import PINNED
 from .plan import Plan
 from .policy import Policy
 from .state import State
@@ -201,13 +204,26 @@ def now_lines(reading: Reading) -> list[str]:
     lines = []
     for device in reading.snapshot.devices:
         split = reading.breakdowns.get(device.uuid or "")
-        if split is None or split.budget_bytes is None or split.own_bytes is None or not device.holds_self:
+        if split is None or split.budget_bytes is None or device.lost:
             continue
+        own = reading.own(device)
+        if own.bytes is None and own.pid is None:  # N/A under its own PID: the table says so
+            lines.append(
+                f"  Now on GPU {device.index}: this kernel's memory is unknown ({own.reason}), so its "
+                f"{format_bytes(split.budget_bytes)} budget cannot be checked there."
+            )
+            continue
+        if split.own_bytes is None or not own.holds:
+            continue
+        about = "about " if own.source == "estimated" else ""
+        label = "" if own.source == "exact" else f" ({own.describe()})"
         line = (
-            f"  Now on GPU {device.index}: {format_bytes(split.own_bytes)} as nvidia-smi counts it, "
+            f"  Now on GPU {device.index}: {about}{format_bytes(split.own_bytes)} as nvidia-smi counts it{label}, "
             f"{format_percent(split.own_bytes, split.budget_bytes)} of the {format_bytes(split.budget_bytes)} budget"
         )
-        if split.pool_known and split.pool_bytes is not None and split.overhead is not None:
+        if own.source == "estimated":
+            pass  # the estimate is the pool plus the overhead: the label says so
+        elif split.pool_known and split.pool_bytes is not None and split.overhead is not None:
             line += (
                 f" = {reading.framework} pool {format_bytes(split.pool_bytes)} + "
                 f"{format_bytes(split.own_bytes - split.pool_bytes)} outside it ({split.overhead.describe()})"
@@ -216,3 +232,48 @@ def now_lines(reading: Reading) -> list[str]:
             line += f"; {format_bytes(split.over_bytes)} over: {split.reason}. %gpumem explain says what to change"
         lines.append(line + ".")
     return lines
+
+
+def limit_lines(reading: Reading) -> list[str]:
+    """Which limit holds this kernel's memory on each GPU, hard (MIG, MPS) or cooperative (%gpumem); what
+    cannot be read about them; and the MPS offer."""
+    gpus = [
+        f"  GPU {device.index}: {limit.describe()}"
+        for device in reading.snapshot.devices
+        if (limit := reading.limits.gpus.get(device.uuid or "")) is not None
+    ]
+    lines = ["Limits on this kernel's memory:", *gpus] if gpus else []
+    lines.extend(f"  {problem}" for problem in reading.limits.problems)
+    offer = mps_offer(reading)
+    return [*lines, f"  {offer}"] if offer else lines
+
+
+def mps_offer(reading: Reading) -> str | None:
+    """Where an MPS server is in use, no MPS limit is set and CUDA has not started: how to make the budget a
+    hard cap."""
+    limits, state = reading.limits, reading.state
+    if not limits.mps_server or limits.pinned or reading.started or state.policy.mps:
+        return None
+    budget = state.plan is not None and any(g.budget_bytes is not None for g in state.plan.gpus)
+    asked = f"%gpumem {state.policy.describe()} mps=on" if budget and not state.policy.is_empty else None
+    example = asked or ("%gpumem mps=on" if budget else "%gpumem fraction=0.4 mps=on")
+    return (
+        f"An MPS server is in use here: {example}, before CUDA starts, makes the budget a hard cap for this "
+        "process (docs/containers.md)."
+    )
+
+
+def limit_note(reading: Reading) -> str | None:
+    """One sentence about hard limits for the sidebar: what cannot be read, else the MPS offer."""
+    return reading.limits.problems[0] if reading.limits.problems else mps_offer(reading)
+
+
+def mps_applied(environ: Mapping[str, str]) -> list[str]:
+    """What mps=on set, for the lines %gpumem prints."""
+    value = environ.get(PINNED)
+    if not value:
+        return []
+    return [
+        f"  MPS: {PINNED}={value}, a hard cap on this process's memory per GPU from when CUDA starts (per process, "
+        "not per container; it limits what MPS counts: docs/containers.md)."
+    ]

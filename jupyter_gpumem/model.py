@@ -12,12 +12,13 @@ ProcessKind = Literal["compute", "graphics", "compute+graphics"]
 
 
 class HostInfo(NamedTuple):
-    """What the host's process table says about a PID (``None`` where it cannot be seen).
-    Its fields are GpuProcess's name, user and cpu_percent, in that order."""
+    """What the host's process table says about a PID (``None`` where it cannot be seen): GpuProcess's
+    name, user, cpu_percent and local."""
 
     name: str | None = None
     user: str | None = None
     cpu_percent: float | None = None
+    local: bool | None = None
 
 
 class GpuProcess(NamedTuple):
@@ -32,6 +33,10 @@ class GpuProcess(NamedTuple):
     user: str | None
     cpu_percent: float | None
     is_self: bool
+    # The PID is a process of this kernel's PID namespace running the program the driver names: True;
+    # no such process here, or another program (the driver reports PIDs of another namespace): False;
+    # None: not looked up, or it cannot be told (no driver name to compare, access denied).
+    local: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +69,10 @@ class Device:
 
     @property
     def own_bytes(self) -> int | None:
-        """This kernel's memory on this GPU: 0 when it holds none, None when the driver cannot tell
-        (or the GPU is lost: then nothing about it can be read)."""
+        """What NVML lists under this kernel's PID on this GPU: 0 when it lists none, None when the driver
+        cannot tell (or the GPU is lost: then nothing about it can be read). In a container whose PIDs the
+        driver does not translate, 0 here means nothing: every surface shows the Reading's attributed
+        figure instead (attribution.py), which says exact, matched, estimated or unknown."""
         if self.lost:
             return None
         own = [p.used_bytes for p in self.processes if p.is_self]
@@ -82,6 +89,9 @@ class Snapshot:
     driver_version: str | None = None
     problem: str | None = None  # a sentence when NVML cannot be read at all
     simulated_scenario: str | None = None  # set when the stand-in NVML answered, not a driver
+    # This kernel shares the host's PID namespace (not in a container of its own, or --pid=host); None: not
+    # known (a snapshot made by hand), read as True.
+    host_pid_namespace: bool | None = None
 
     @property
     def own_processes(self) -> tuple[GpuProcess, ...]:

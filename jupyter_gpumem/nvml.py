@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import pynvml
 
+from .host import in_host_pid_namespace
 from .model import Device, GpuProcess, HostInfo, MigDevice, ProcessKind, Snapshot
 
 T = TypeVar("T")
@@ -309,8 +310,7 @@ def read(own_pid: int, host: HostLookup) -> Snapshot:
             if procs and device.uuid is not None:
                 uuid = device.uuid
                 rows = tuple(
-                    GpuProcess(pid, uuid, used, kind, *info.get(pid, _UNSEEN), pid == own_pid)
-                    for pid, (used, kind) in procs.items()
+                    _row(pid, uuid, used, kind, info.get(pid, _UNSEEN), own_pid) for pid, (used, kind) in procs.items()
                 )
                 device = replace(device, processes=rows)
             devices.append(device)
@@ -320,4 +320,10 @@ def read(own_pid: int, host: HostLookup) -> Snapshot:
             devices=tuple(devices),
             driver_version=_static.driver_version,
             simulated_scenario=simulated,
+            host_pid_namespace=in_host_pid_namespace(),
         )
+
+
+def _row(pid: int, uuid: str, used: int | None, kind: ProcessKind, host: HostInfo, own_pid: int) -> GpuProcess:
+    own = pid == own_pid
+    return GpuProcess(pid, uuid, used, kind, host.name, host.user, host.cpu_percent, own, True if own else host.local)

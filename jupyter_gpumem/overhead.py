@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -117,14 +117,22 @@ class Calibration:
         with self._lock:
             return self._measured.get(uuid or "")
 
-    def observe(self, snapshot: Snapshot, pools: dict[str, int], framework: str, version: str | None) -> list[Overhead]:
+    def observe(
+        self,
+        snapshot: Snapshot,
+        pools: dict[str, int],
+        framework: str,
+        version: str | None,
+        owns: Mapping[str, int] | None = None,
+    ) -> list[Overhead]:
         """Measure from NVML's figure for this process and the allocator pools (GPU uuid -> bytes the
         framework has reserved). Keeps the largest seen per GPU; remembers it when it grew. Returns the
-        new measurements."""
+        new measurements. ``owns``: this process's figure per GPU where NVML lists it under another PID
+        (a container's, matched: attribution.py); without it, what NVML lists under this kernel's PID."""
         grown = []
         for device in snapshot.devices:
             pool = pools.get(device.uuid or "")
-            own = device.own_bytes
+            own = device.own_bytes if owns is None else owns.get(device.uuid or "")
             if pool is None or own is None or own <= pool or device.uuid is None:
                 continue
             amount = own - pool

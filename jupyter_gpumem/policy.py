@@ -29,6 +29,7 @@ class Policy:
     inter_threads: int | None = None
     framework: str = "auto"
     strict: bool = True  # False: the framework's raw meaning (the allocator pool only)
+    mps: bool | None = None  # True: the budget also becomes this process's MPS pinned limit (a hard cap)
 
     @property
     def is_empty(self) -> bool:
@@ -79,6 +80,8 @@ class Policy:
             words.append(f"framework={self.framework}")
         if not self.strict:
             words.append("strict=off")
+        if self.mps is not None:
+            words.append(f"mps={'on' if self.mps else 'off'}")
         return " ".join(words) or "(nothing set)"
 
 
@@ -92,6 +95,7 @@ ACCEPTED = {
     "inter": "inter=1 (a whole number of at least 1)",
     "framework": "framework=auto, tensorflow, pytorch or jax",
     "strict": "strict=on or strict=off",
+    "mps": "mps=on or mps=off",
 }
 
 
@@ -135,6 +139,8 @@ def parse_value(key: str, value: str) -> dict[str, object]:
         return {"growth": _switch(key, value)}
     if key == "strict":
         return {"strict": _switch(key, value)}
+    if key == "mps":
+        return {"mps": _switch(key, value)}
     if key == "gpus":
         if value.lower() == "none":
             return {"gpus": ()}
@@ -189,4 +195,6 @@ def parse(words: list[str]) -> Policy:
     if values.get("gpus") == () and ("fraction" in seen or "limit" in seen):
         budget = seen.get("fraction") or seen["limit"]
         raise PolicyError(f"gpus=none and {budget} contradict each other: with no GPU there is nothing to budget.")
+    if values.get("gpus") == () and values.get("mps"):
+        raise PolicyError(f"gpus=none and {seen['mps']} contradict each other: with no GPU there is nothing to cap.")
     return Policy(**values)  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import messages
 from ._version import __version__
+from .attribution import unlisted_bytes
 from .budget import Reading
 from .model import Device
 
@@ -46,6 +47,8 @@ def encode_sample(reading: Reading) -> dict[str, Any]:
         "framework": state.framework,
         "framework_started": reading.started,
         "takes": state.takes,
+        "pid_namespace": reading.view,
+        "limit_note": messages.limit_note(reading),
         "gpus": [_encode_device(d, reading, d.uuid in hidden) for d in snapshot.devices],
     }
 
@@ -55,6 +58,8 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> dict[str, 
     allocator = reading.allocators.get(uuid)
     split = reading.breakdowns.get(uuid)
     overhead = split.overhead if split else None
+    own = reading.own(device)
+    limit = reading.limits.gpus.get(uuid)
     return {
         "index": device.index,
         "uuid": device.uuid,
@@ -63,7 +68,15 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> dict[str, 
         "hidden": hidden,  # the policy keeps this kernel off it (gpus=)
         "total_bytes": device.total_bytes,
         "used_bytes": device.used_bytes,
-        "own_bytes": device.own_bytes,
+        "own_bytes": own.bytes,
+        "own_source": own.source,
+        "own_reason": own.reason,
+        "own_pid": own.pid,
+        "own_candidates": own.candidates,
+        "unlisted_bytes": unlisted_bytes(device, reading.view),
+        "limit_kind": limit.kind if limit else None,
+        "limit_hard": bool(limit and limit.hard),
+        "limit_bytes": limit.bytes if limit else None,
         "budget_bytes": split.budget_bytes if split else None,
         "in_force": bool(split and split.in_force),
         "pool_bytes": split.pool_bytes if split else None,
@@ -82,6 +95,9 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> dict[str, 
                 "used_bytes": p.used_bytes,
                 "cpu_percent": None if p.cpu_percent is None else round(p.cpu_percent, 1),
                 "self": p.is_self,
+                "local": p.local,
+                # Seen by the host but its CPU% not measured yet (the first refresh): not the same as N/A.
+                "cpu_pending": bool(p.local) and p.cpu_percent is None,
             }
             for p in device.processes
         ],

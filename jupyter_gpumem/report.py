@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import unicodedata
 
+from .attribution import View, pid_view, unlisted_bytes
+from .budget import Reading
 from .model import Device, GpuProcess, Snapshot
 from .units import format_bytes, format_percent, format_total
 
@@ -18,15 +20,15 @@ def printable(text: str) -> str:
     return "".join(c if unicodedata.category(c)[0] != "C" else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
-def _process_line(proc: GpuProcess) -> str:
+def _process_line(proc: GpuProcess, matched: int | None) -> str:
     cpu = "N/A" if proc.cpu_percent is None else f"{proc.cpu_percent:.0f}"
     user = printable(proc.user) if proc.user else "N/A"
     name = printable(proc.name) if proc.name else "N/A"
-    mark = "  <- this kernel" if proc.is_self else ""
+    mark = "  <- this kernel" if proc.is_self else "  <- this kernel (matched)" if proc.pid == matched else ""
     return f"{proc.pid:>8}  {user[:12]:<12} {format_bytes(proc.used_bytes):>10}  {cpu:>5}  {proc.kind:<8}  {name}{mark}"
 
 
-def _device_lines(device: Device) -> list[str]:
+def _device_lines(device: Device, view: View | None, reading: Reading | None) -> list[str]:
     title = printable(device.name or "unknown GPU")
     uuid = printable(device.uuid or "uuid unknown")
     lines = [f"GPU {device.index:<2} {title}  ·  {uuid}"]
@@ -62,16 +64,28 @@ def _device_lines(device: Device) -> list[str]:
         lines.append(_INDENT + _PROCESS_HEADER)
         # Largest first; N/A last, since unknown is not small.
         rows = sorted(device.processes, key=lambda p: -1 if p.used_bytes is None else p.used_bytes, reverse=True)
-        lines.extend(_INDENT + _process_line(p) for p in rows)
+        own = reading.own(device) if reading else None
+        matched = own.pid if own and own.source == "matched" else None
+        lines.extend(_INDENT + _process_line(p, matched) for p in rows)
         if any(p.used_bytes is None for p in device.processes):
             lines.append(
                 f"{_INDENT}N/A memory: the driver cannot tell per-process memory on this GPU "
                 "(Windows WDDM, some MIG setups); it is unknown, not zero."
             )
+    hidden = unlisted_bytes(device, view)
+    if hidden is not None:
+        whose = (
+            "the driver hides other containers' processes"
+            if view == "translated"
+            else "processes the driver does not list (other containers', perhaps this one's)"
+        )
+        lines.append(f"{_INDENT}not listed: {format_bytes(hidden)} in use that no listed process accounts for: {whose}")
     return lines
 
 
-def render(snapshot: Snapshot) -> str:
+def render(snapshot: Snapshot, reading: Reading | None = None) -> str:
+    """The table; with a Reading (of this snapshot), also this kernel's own memory where NVML does not list
+    it under its PID: matched, estimated or unknown, and why."""
     if snapshot.problem:
         return snapshot.problem
     driver = printable(snapshot.driver_version or "version unknown")
@@ -81,14 +95,62 @@ def render(snapshot: Snapshot) -> str:
         lines.append(f"SIMULATED GPU: stand-in NVML, scenario {scenario}; no real GPU or driver is involved.")
     if not snapshot.devices:
         lines.append("The NVIDIA driver is loaded but reports no GPUs.")
+    view = pid_view(snapshot)
     for device in snapshot.devices:
         lines.append("")
-        lines.extend(_device_lines(device))
-    if snapshot.devices and not snapshot.own_processes:
+        lines.extend(_device_lines(device, view, reading))
+    kernel = _kernel_lines(snapshot, view, reading)
+    if kernel:
         lines.append("")
-        lines.append(
-            f"This kernel (pid {snapshot.own_pid}) holds no GPU memory that NVML can see: "
-            "own process not visible. Either it has not used a GPU yet, or it runs in a container "
-            "whose PIDs the driver cannot match (the driver reports host PIDs; run with --pid=host)."
-        )
+        lines.extend(kernel)
     return "\n".join(lines)
+
+
+def _kernel_lines(snapshot: Snapshot, view: View | None, reading: Reading | None) -> list[str]:
+    """Where this kernel stands towards NVML's PIDs (docs/containers.md), and its figure per GPU where NVML
+    does not list it under its own PID."""
+    this = f"This kernel (pid {snapshot.own_pid})"
+    owns = [(d, reading.own(d)) for d in snapshot.devices if not d.lost] if reading else []
+    estimated = any(own.source == "estimated" for _, own in owns)
+    if view == "untranslated":
+        lines = [
+            f"{this} runs in a container whose PIDs the driver does not translate: none of the PIDs NVML lists "
+            "is a process of this container (they are missing here, or run other programs). So its own memory is "
+            "matched, estimated or unknown, never taken for 0. For exact figures: a driver that translates PIDs "
+            "into containers, or the host's PID namespace (--pid=host, hostPID: true; docs/containers.md)."
+        ]
+    elif view == "unlisted" and estimated:
+        lines = [
+            f"{this} runs in a container whose processes the driver does not list: its framework holds GPU "
+            "memory, and NVML lists no process of this container. So its own memory is estimated or unknown "
+            "(docs/containers.md)."
+        ]
+    elif view == "unlisted":
+        lines = [
+            f"{this} runs in a container (a PID namespace of its own), and NVML lists no process of it: the "
+            "driver hides this container's processes, or none of them has used a GPU yet. So its own memory is "
+            "estimated (once its framework has started) or unknown (docs/containers.md)."
+        ]
+    elif view == "translated":
+        lines = [
+            f"{this} runs in a container, and the driver lists processes by the container's own PIDs, so its "
+            "figures are exact" + ("." if snapshot.own_processes else "; it holds no GPU memory that NVML can see.")
+        ]
+    elif view == "host" and not snapshot.own_processes:
+        lines = [
+            f"{this} holds no GPU memory that NVML can see: NVML lists the processes of this PID namespace, and "
+            "not this kernel."
+        ]
+    else:
+        lines = []
+    for device, own in owns:
+        if own.source == "exact" or (own.source == "unknown" and own.pid is not None):
+            continue  # the table shows it (N/A included)
+        if own.source == "matched":
+            told = f"this kernel holds {format_bytes(own.bytes)} (matched: {own.reason})"
+        elif own.source == "estimated":
+            told = f"this kernel holds about {format_bytes(own.bytes)} (estimated: {own.reason})"
+        else:
+            told = f"this kernel's memory is unknown, not 0: {own.because}"
+        lines.append(f"  GPU {device.index}: {printable(told)}.")
+    return lines

@@ -3,16 +3,18 @@ them into exactly the fixture files, which the TypeScript tests parse (tests/ts/
 
 from __future__ import annotations
 
+from jupyter_gpumem.attribution import Match
 from jupyter_gpumem.budget import reading
 from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.frameworks.base import Allocator
-from jupyter_gpumem.model import Device, GpuProcess, Snapshot
+from jupyter_gpumem.limits import Limit, Limits
+from jupyter_gpumem.model import Device, GpuProcess, MigDevice, Snapshot
 from jupyter_gpumem.overhead import Overhead
 from jupyter_gpumem.plan import Plan, make_plan
 from jupyter_gpumem.policy import Policy, parse
 from jupyter_gpumem.protocol import encode_sample
 from jupyter_gpumem.state import State
-from jupyter_gpumem.units import MiB
+from jupyter_gpumem.units import GiB, MiB
 
 OWN_PID = 4242
 GPU_A = "GPU-a1a1a1a1-0000-4000-8000-000000000001"
@@ -112,3 +114,100 @@ def no_driver_sample() -> dict[str, object]:
         problem="No NVIDIA driver is loaded on this machine, so there is no GPU to show.",
     )
     return _no_plan(snapshot)
+
+
+GPU_C = "GPU-c3c3c3c3-0000-4000-8000-000000000003"
+OUTER_PID = 812345  # this kernel as the driver lists it: its PID in the host's namespace
+
+
+def container_sample() -> dict[str, object]:
+    """A kernel in a container whose PIDs the driver does not translate (none of the listed PIDs is a
+    process there), `%gpumem limit=6GiB` applied to PyTorch, which has started on three GPUs.
+    GPU 0: MPS caps this process at 6 GiB (hard); its host PID appeared when PyTorch started and moved with
+    its pool: matched. GPU 1: a MIG partition (hard); PyTorch has no pool there: unknown. GPU 2: two listed
+    processes appeared with PyTorch and both follow its pool, so none is taken: estimated."""
+    a10 = {"name": "NVIDIA A10", "total_bytes": 23028 * MiB, "compute_capability": (8, 6)}
+
+    def foreign(pid: int, uuid: str, mib: int | None) -> GpuProcess:
+        return GpuProcess(pid, uuid, None if mib is None else mib * MiB, "compute", "python", None, None, False, False)
+
+    devices = (
+        Device(
+            index=0,
+            uuid=GPU_A,
+            used_bytes=9000 * MiB,
+            processes=(foreign(OUTER_PID, GPU_A, 3500), foreign(700001, GPU_A, 5400)),
+            **a10,  # type: ignore[arg-type]
+        ),
+        Device(
+            index=1,
+            uuid=GPU_B,
+            name="NVIDIA A100-SXM4-40GB",
+            total_bytes=40960 * MiB,
+            used_bytes=5120 * MiB,
+            compute_capability=(8, 0),
+            mig_enabled=True,
+            mig_devices=(MigDevice("MIG-22222222-0000-4000-8000-000000000002", 19968 * MiB, 5120 * MiB),),
+            processes=(foreign(700002, GPU_B, None),),
+        ),
+        Device(
+            index=2,
+            uuid=GPU_C,
+            used_bytes=4000 * MiB,
+            processes=(foreign(700003, GPU_C, 2000), foreign(700004, GPU_C, 2000)),
+            **a10,  # type: ignore[arg-type]
+        ),
+    )
+    snapshot = Snapshot(taken_at=1763740803.0, own_pid=57, devices=devices, host_pid_namespace=False)
+    plan = make_plan(parse(["limit=6GiB"]), snapshot, lambda device: ESTIMATE)
+    pools = {GPU_A: Allocator(2800 * MiB, 2900 * MiB, 3072 * MiB), GPU_C: Allocator(1200 * MiB, 1300 * MiB, 1536 * MiB)}
+    limits = Limits(
+        {GPU_A: Limit("mps", 6 * GiB), GPU_B: Limit("mig", 19968 * MiB), GPU_C: Limit("cooperative", 6 * GiB)},
+        mps_server=True,
+        pinned={0: 6 * GiB, 2: 6 * GiB},
+    )
+    return encode_sample(
+        reading(
+            snapshot,
+            applied(plan, "pytorch"),
+            started=True,
+            allocators=pools,
+            measured=lambda uuid: None,
+            matches={GPU_A: Match(OUTER_PID, 1), GPU_B: Match(None, 0), GPU_C: Match(None, 2)},
+            overhead=lambda device: REMEMBERED,
+            limits=limits,
+        )
+    )
+
+
+REMEMBERED = Overhead(
+    464 * MiB, "remembered", "measured by an earlier kernel (NVIDIA A10 | driver 550.54.15 | PyTorch)"
+)
+
+
+def hidden_sample() -> dict[str, object]:
+    """A kernel in a container with a driver that translates PIDs into it and hides other containers'
+    processes: this kernel is listed (exact), and 14 GiB of the GPU's memory belongs to no listed process.
+    An MPS server is in use and no framework has started: the sidebar offers mps=on."""
+    own = GpuProcess(57, GPU_A, 3000 * MiB, "compute", "python", "jovyan", 12.5, True, True)
+    device = Device(
+        index=0,
+        uuid=GPU_A,
+        name="NVIDIA A10",
+        total_bytes=23028 * MiB,
+        used_bytes=17336 * MiB,
+        compute_capability=(8, 6),
+        processes=(own,),
+    )
+    snapshot = Snapshot(taken_at=1763740804.0, own_pid=57, devices=(device,), host_pid_namespace=False)
+    state = State(Policy(), None, tuple(a() for a in ADAPTERS.values()), False, None)
+    return encode_sample(
+        reading(
+            snapshot,
+            state,
+            started=False,
+            allocators={},
+            measured=lambda uuid: None,
+            limits=Limits(mps_server=True),
+        )
+    )

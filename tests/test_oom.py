@@ -98,6 +98,84 @@ def test_every_dtype_tensorflow_names_gives_the_size(dtype):
     assert report.bytes == (None if per_element is None else int(64 * 1024 * per_element))
 
 
+def test_every_dtype_is_sized_as_tensorflow_sizes_it():
+    import tensorflow as tf
+
+    for dtype, per_element in DTYPES.items():
+        if per_element is not None and per_element < 1:
+            continue  # sub-byte types: see the test below
+        size = tf.as_dtype(dtype).size
+        assert per_element == (size or None), dtype  # TensorFlow says 0 for those without a fixed size
+
+
+def test_a_shape_written_with_spaces_is_read():
+    report = parse_tensorflow(
+        "OOM when allocating tensor with shape[10000, 28, 28, 32] and type float on /device:GPU:0"
+    )
+    assert (report.shape, report.bytes) == ((10000, 28, 28, 32), S5_BYTES)
+
+
+def test_the_device_the_tensor_was_allocated_on_wins_over_other_devices_the_message_names():
+    message = (
+        "{{function_node __wrapped__ConcatV2_device_/job:localhost/replica:0/task:0/device:GPU:0}} "
+        "OOM when allocating tensor with shape[1024] and type float on /job:localhost/replica:0/task:0/device:GPU:1 "
+        "by allocator GPU_1_bfc [Op:ConcatV2]"
+    )
+    report = parse_tensorflow(message)
+    assert (report.device, report.gpu_index) == ("GPU:1", 1)
+
+
+def test_without_a_device_on_the_tensor_line_the_device_elsewhere_in_the_message_is_used():
+    message = TF1_OLDEST.replace("Conv2D[T=DT_FLOAT]", 'Conv2D[T=DT_FLOAT, _device="/job:localhost/device:gpu:1"]')
+    assert parse_tensorflow(message).device == "GPU:1"
+
+
+def test_only_a_gpu_gives_a_gpu_number():
+    assert OutOfMemory("TensorFlow", "E", device="GPU:3").gpu_index == 3
+    assert OutOfMemory("TensorFlow", "E", device="CPU:0").gpu_index is None
+    assert OutOfMemory("TensorFlow", "E").gpu_index is None
+
+
+def test_a_report_names_tensorflows_error_and_numpys_name_for_half():
+    report = parse_tensorflow(TF2_EAGER)
+    assert (report.error, report.dtype_name) == ("ResourceExhaustedError", "float16 (half)")
+
+
+def error(module, name, message):
+    """An exception of a framework's class, by its module and name (recognise() imports no framework)."""
+    return type(name, (Exception,), {"__module__": module})(message)
+
+
+def test_another_librarys_out_of_memory_error_is_not_taken_for_pytorchs():
+    assert recognise(error("cupy.cuda.memory", "OutOfMemoryError", "Out of memory allocating 1,024 bytes")) is None
+    assert recognise(error("torch.cuda", "CudaError", "CUDA error: out of memory")) is None
+    assert recognise(error("torch.cuda", "OutOfMemoryError", TORCH1)).bytes == 2 * MiB
+
+
+def test_only_jaxs_resource_exhausted_errors_are_recognised_under_either_class_name():
+    exhausted = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1003520000 bytes."
+    assert recognise(error("jaxlib.xla_extension", "XlaRuntimeError", exhausted)).bytes == 1003520000
+    assert recognise(error("jaxlib.xla_extension", "XlaRuntimeError", "INTERNAL: ptxas exited")) is None
+    assert recognise(error("my_module", "ValueError", exhausted)) is None
+
+
+def test_an_out_of_memory_error_raised_while_handling_another_is_found():
+    try:
+        try:
+            raise error("torch.cuda", "OutOfMemoryError", TORCH2)
+        except Exception:
+            raise RuntimeError("the training loop failed")  # noqa: B904 - implicit chaining is the point
+    except RuntimeError as outer:
+        assert outer.__cause__ is None and outer.__context__ is not None
+        assert recognise(outer).framework == "PyTorch"
+
+
+@pytest.mark.parametrize(("dtype", "elements", "size"), [("int4", 7, 4), ("uint4", 1, 1), ("int4", 1001, 501)])
+def test_a_sub_byte_tensor_of_odd_length_needs_its_last_half_byte_rounded_up(dtype, elements, size):
+    report = parse_tensorflow(f"OOM when allocating tensor with shape[{elements}] and type {dtype} on /device:GPU:0 by")
+    assert report.bytes == size
+
+
 def test_scalars_and_names_for_people():
     report = parse_tensorflow("OOM when allocating tensor with shape[] and type double on /device:GPU:0 by allocator X")
     assert (report.shape, report.bytes, report.dtype_name) == ((), 8, "float64 (double)")
@@ -151,9 +229,24 @@ JAX_FORMS = {
 
 def test_pytorch_messages_give_the_request_the_gpu_and_the_unused_pool():
     assert parse_pytorch(TORCH2) == OutOfMemory(
-        "PyTorch", "OutOfMemoryError", bytes=20 * 1024 * MiB, device="GPU:0", unused_pool=round(141.73 * MiB)
+        "PyTorch",
+        "OutOfMemoryError",
+        bytes=20 * 1024 * MiB,
+        device="GPU:0",
+        unused_pool=round(141.73 * MiB),
+        rounded=True,  # "20.00 GiB": about
+        free=round(12.56 * 1024 * MiB),
+        accelerator="CUDA",
     )
-    assert parse_pytorch(TORCH1) == OutOfMemory("PyTorch", "OutOfMemoryError", bytes=2 * MiB, device="GPU:1")
+    assert parse_pytorch(TORCH1) == OutOfMemory(
+        "PyTorch",
+        "OutOfMemoryError",
+        bytes=2 * MiB,
+        device="GPU:1",
+        rounded=True,
+        free=round(1.19 * MiB),
+        accelerator="CUDA",
+    )
 
 
 @pytest.mark.parametrize("message", JAX_FORMS)
@@ -167,7 +260,8 @@ def test_real_pytorch_and_jax_errors_are_recognised():
     import torch
 
     assert recognise(torch.cuda.OutOfMemoryError(TORCH2)).framework == "PyTorch"
-    assert recognise(RuntimeError("CUDA out of memory. Tried to allocate 2.00 MiB")) is None  # not torch's class
+    # PyTorch before 1.13 raised a plain RuntimeError: recognised by its message.
+    assert recognise(RuntimeError("CUDA out of memory. Tried to allocate 2.00 MiB")).framework == "PyTorch"
     try:
         jnp.zeros((10**13,), dtype=jnp.float32).block_until_ready()  # 40 TB: refused on the CPU as on a GPU
     except Exception as error:  # jax.errors.JaxRuntimeError
@@ -244,7 +338,7 @@ def test_pytorch_out_of_memory_gets_figures_and_the_fragmentation_cause(kernel_w
     assert reply.status == "error" and "OutOfMemoryError" in reply.error
     out = reply.stdout
     assert out.startswith("jupyter-gpumem: PyTorch ran out of GPU memory (OutOfMemoryError).")
-    assert "The allocation that did not fit: 200 MiB." in out
+    assert "The allocation that did not fit: about 200 MiB." in out
     assert "No budget set: 177 MiB of the GPU is free." in out
     assert "Fix: run the work in smaller batches" in out
     assert (

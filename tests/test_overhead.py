@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +15,7 @@ from jupyter_gpumem import nvml
 from jupyter_gpumem.budget import breakdown
 from jupyter_gpumem.host import HostProcesses
 from jupyter_gpumem.model import Device, GpuProcess, Snapshot
-from jupyter_gpumem.overhead import Calibration, Overhead, cache_key, estimate
+from jupyter_gpumem.overhead import Calibration, Overhead, cache_dir, cache_key, estimate
 from jupyter_gpumem.plan import make_plan
 from jupyter_gpumem.policy import parse
 from jupyter_gpumem.units import MiB
@@ -51,12 +54,16 @@ def test_the_stand_in_reports_the_compute_capability_through_nvml(scenario):
 @pytest.mark.parametrize(
     ("capability", "context_mib", "words"),
     [
+        ((3, 5), 200, "TensorFlow on Kepler (compute 3.5)"),
+        ((5, 2), 200, "TensorFlow on Maxwell (compute 5.2)"),
         ((6, 1), 250, "TensorFlow on Pascal (compute 6.1)"),
         ((7, 5), 300, "TensorFlow on Volta/Turing (compute 7.5)"),
         ((8, 0), 350, "TensorFlow on Ampere/Ada (compute 8.0)"),
         ((9, 0), 450, "TensorFlow on Hopper (compute 9.0)"),
+        ((10, 0), 500, "TensorFlow on Blackwell (compute 10.0)"),
         ((12, 0), 500, "TensorFlow on Blackwell (compute 12.0)"),
         ((13, 0), 500, "TensorFlow on a GPU (compute 13.0)"),  # newer than the table: its latest figure
+        ((2, 1), 200, "TensorFlow on a GPU (compute 2.1)"),  # older than the table: its oldest figure
         (None, 300, "TensorFlow, GPU generation unknown"),
     ],
 )
@@ -107,6 +114,9 @@ def test_nothing_is_measured_without_a_pool_or_an_nvml_figure(tmp_path):
         ("{not json", "not valid JSON"),
         ('{"format": 2, "overhead_bytes": {}}', "not a format 1 cache"),
         ('{"format": 1, "overhead_bytes": {"x": -5}}', "not a format 1 cache"),
+        ('{"format": 1, "overhead_bytes": {"x": 0}}', "not a format 1 cache"),
+        ('{"format": 1, "overhead_bytes": {"x": 1099511627776}}', "not a format 1 cache"),  # 1 TiB
+        ('{"format": 1, "overhead_bytes": {"x": 600, "y": true}}', "not a format 1 cache"),
         ('{"format": 1, "overhead_bytes": {"x": "600MiB"}}', "not a format 1 cache"),
         ("[]", "not a format 1 cache"),
     ],
@@ -136,6 +146,126 @@ def test_an_unreadable_cache_is_ignored_and_measuring_still_works(tmp_path):
     assert "ignored its overhead cache" in calibration.problem
     (measured,) = calibration.observe(snapshot(5927), {GPU: 5311 * MiB}, "TensorFlow", "2.16.1")
     assert calibration.measured(GPU) == measured
+
+
+def two_gpus(own_mib):
+    second = "GPU-a1a1a1a1-0000-4000-8000-000000000002"
+    held = (GpuProcess(1, second, own_mib * MiB, "compute", "python", None, None, True),)
+    other = Device(1, second, "NVIDIA GeForce GTX 1080 Ti", total_bytes=11422 * MiB, processes=held)
+    return Snapshot(taken_at=0.0, own_pid=1, devices=(gpu((6, 1), 5927), other), driver_version="537.58"), second
+
+
+def test_each_gpu_is_measured_on_its_own(tmp_path):
+    calibration = Calibration(tmp_path / "overhead.json")
+    both, second = two_gpus(3000)
+    (only,) = calibration.observe(both, {second: 2500 * MiB}, "TensorFlow", "2.16.1")  # no pool on GPU 0
+    assert only.bytes == 500 * MiB and calibration.measured(GPU) is None
+    calibration.observe(both, {GPU: 5311 * MiB}, "TensorFlow", "2.16.1")
+    more, _ = two_gpus(3100)
+    (grown,) = calibration.observe(more, {GPU: 5311 * MiB, second: 2500 * MiB}, "TensorFlow", "2.16.1")
+    assert grown.bytes == 600 * MiB  # GPU 0 unchanged, GPU 1 grew
+    assert calibration.measured(GPU).bytes == 616 * MiB
+
+
+def test_nothing_is_measured_when_nvml_counts_no_more_than_the_pool(tmp_path):
+    calibration = Calibration(tmp_path / "overhead.json")
+    assert calibration.observe(snapshot(5311), {GPU: 5311 * MiB}, "TensorFlow", "2.16.1") == []
+    assert calibration.measured(GPU) is None
+
+
+def test_the_same_measurement_again_is_not_new(tmp_path):
+    calibration = Calibration(tmp_path / "overhead.json")
+    assert len(calibration.observe(snapshot(5927), {GPU: 5311 * MiB}, "TensorFlow", "2.16.1")) == 1
+    assert calibration.observe(snapshot(5927), {GPU: 5311 * MiB}, "TensorFlow", "2.16.1") == []
+
+
+def test_a_kernel_that_measures_what_an_earlier_one_remembered_leaves_the_file_alone(tmp_path):
+    path = tmp_path / "overhead.json"
+    Calibration(path).observe(snapshot(5927), {GPU: 5311 * MiB}, "TensorFlow", "2.16.1")
+    written = path.read_text()
+    Calibration(path).observe(snapshot(5927), {GPU: 5311 * MiB}, "TensorFlow", "2.16.1")
+    assert path.read_text() == written
+
+
+def test_the_cache_directory_is_made_when_missing(tmp_path):
+    path = tmp_path / "cache" / "jupyter-gpumem" / "overhead.json"
+    calibration = Calibration(path)
+    calibration.observe(snapshot(5927), {GPU: 5311 * MiB}, "TensorFlow", "2.16.1")
+    assert calibration.problem is None and path.exists()
+
+
+@pytest.mark.parametrize(
+    ("platform", "variables", "expected"),
+    [
+        ("linux", {"XDG_CACHE_HOME": "{tmp}/xdg"}, "{tmp}/xdg/jupyter-gpumem"),
+        ("linux", {}, "{tmp}/home/.cache/jupyter-gpumem"),
+        ("darwin", {"XDG_CACHE_HOME": "{tmp}/xdg"}, "{tmp}/home/Library/Caches/jupyter-gpumem"),
+        ("win32", {"LOCALAPPDATA": "{tmp}/local"}, "{tmp}/local/jupyter-gpumem"),
+        ("win32", {}, "{tmp}/home/AppData/Local/jupyter-gpumem"),
+    ],
+)
+def test_the_cache_file_is_where_the_documentation_says(monkeypatch, tmp_path, platform, variables, expected):
+    monkeypatch.setattr(sys, "platform", platform)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name in ("XDG_CACHE_HOME", "LOCALAPPDATA"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value.format(tmp=tmp_path))
+    assert cache_dir() == Path(expected.format(tmp=tmp_path))
+    assert Calibration().path == Path(expected.format(tmp=tmp_path)) / "overhead.json"
+
+
+def test_what_is_not_known_is_remembered_as_unknown(tmp_path):
+    nameless = Device(0, GPU, None, total_bytes=11422 * MiB)
+    assert cache_key(nameless, None, "TensorFlow", None) == "unknown GPU | driver unknown | TensorFlow unknown"
+
+
+def test_a_bad_entry_costs_the_sentence_that_says_the_estimates_are_used(tmp_path):
+    path = tmp_path / "overhead.json"
+    path.write_text('{"format": 1, "overhead_bytes": {"x": -5}}')
+    calibration = Calibration(path)
+    calibration.planned(gpu(), "537.58", "TensorFlow", "2.16.1")
+    assert calibration.problem == (
+        f"jupyter-gpumem ignored its overhead cache {path} (not a format 1 cache); it plans with estimates and "
+        "rewrites the file at the next measurement."
+    )
+
+
+def test_overheads_from_one_byte_to_just_under_a_tebibyte_are_remembered(tmp_path):
+    path = tmp_path / "overhead.json"
+    key = cache_key(gpu(), "537.58", "TensorFlow", "2.16.1")
+    for amount in (1, (1 << 40) - 1):
+        path.write_text(json.dumps({"format": 1, "overhead_bytes": {key: amount}}))
+        assert Calibration(path).planned(gpu(), "537.58", "TensorFlow", "2.16.1").bytes == amount
+
+
+def test_a_writer_waits_while_another_kernel_holds_the_documented_lock(tmp_path):
+    fcntl = pytest.importorskip("fcntl")
+    path = tmp_path / "overhead.json"
+    calibration = Calibration(path)
+    writer = threading.Thread(
+        target=calibration.observe, args=(snapshot(5927), {GPU: 5311 * MiB}, "TensorFlow", "2.16.1")
+    )
+    with open(tmp_path / "overhead.json.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        writer.start()
+        writer.join(0.3)
+        assert writer.is_alive() and not path.exists()
+    writer.join(10)
+    assert not writer.is_alive() and path.exists()
+
+
+def test_a_cache_that_cannot_be_written_says_so_and_this_kernel_keeps_every_figure(tmp_path):
+    path = tmp_path / "overhead.json"
+    earlier = cache_key(gpu(), "550.54.15", "TensorFlow", "2.16.1")
+    path.write_text(json.dumps({"format": 1, "overhead_bytes": {earlier: 700 * MiB}}))
+    (tmp_path / "overhead.json.lock").mkdir()  # the lock cannot be taken: saving fails
+    calibration = Calibration(path)
+    calibration.observe(snapshot(5927), {GPU: 5311 * MiB}, "TensorFlow", "2.16.1")
+    assert calibration.problem.startswith(f"jupyter-gpumem could not save its overhead cache {path} (")
+    assert "Is a directory" in calibration.problem and calibration.problem.endswith(").")
+    assert calibration.planned(gpu(), "537.58", "TensorFlow", "2.16.1").bytes == 616 * MiB
+    assert calibration.planned(gpu(), "550.54.15", "TensorFlow", "2.16.1").bytes == 700 * MiB
 
 
 # ---------------------------------------------------------------------- the split and the reason

@@ -26,7 +26,10 @@ def test_s1_and_s2_arguments_parse():
         ("gpus=0,2", Policy(gpus=("0", "2"))),
         ("gpus=GPU-b2b2b2b2-0000-4000-8000-000000000002", Policy(gpus=("GPU-b2b2b2b2-0000-4000-8000-000000000002",))),
         ("gpus=none", Policy(gpus=())),
+        ("gpus=MIG-c7c7c7c7-0000-4000-8000-000000000007", Policy(gpus=("MIG-c7c7c7c7-0000-4000-8000-000000000007",))),
         ("intra=4", Policy(intra_threads=4)),
+        ("inter=2", Policy(inter_threads=2)),
+        ("threads=3", Policy(intra_threads=3, inter_threads=3)),
         ("framework=tensorflow", Policy(framework="tensorflow")),
         ("strict=off", Policy(strict=False)),
     ],
@@ -59,7 +62,9 @@ def test_each_accepted_form(word, expected):
         (["fraction=0.4", "fraction=0.5"], "fraction= is given twice"),
         (["fraction=0.4", "limit=6GiB"], "fraction=0.4 and limit=6GiB contradict each other"),
         (["threads=2", "intra=4"], "threads=2 and intra=4 contradict each other"),
+        (["threads=2", "inter=1"], "threads=2 and inter=1 contradict each other"),
         (["gpus=none", "fraction=0.5"], "gpus=none and fraction=0.5 contradict each other"),
+        (["gpus=none", "limit=2GiB"], "gpus=none and limit=2GiB contradict each other"),
     ],
 )
 def test_bad_input_is_one_sentence_naming_the_argument(words, names):
@@ -81,3 +86,82 @@ def test_later_settings_combine_and_a_fraction_replaces_a_limit():
 def test_describe_gives_back_the_arguments():
     for line in ("fraction=0.5 gpus=1", "limit=6144MiB growth=on threads=1", "gpus=none intra=4 strict=off"):
         assert parse(line.split()).describe() == line
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("auto", "auto"),
+        ("tensorflow", "tensorflow"),
+        ("TensorFlow", "tensorflow"),
+        ("tf", "tensorflow"),
+        ("pytorch", "pytorch"),
+        ("torch", "pytorch"),
+        ("jax", "jax"),
+    ],
+)
+def test_every_supported_framework_and_its_short_name_is_accepted(value, expected):
+    assert parse([f"framework={value}"]).framework == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(v, True) for v in ("on", "true", "yes", "1", "ON")] + [(v, False) for v in ("off", "false", "no", "0", "Off")],
+)
+def test_switches_take_the_usual_spellings_of_on_and_off(value, expected):
+    assert parse([f"growth={value}"]).growth is expected
+    assert parse([f"strict={value}"]).strict is expected
+
+
+@pytest.mark.parametrize(
+    ("word", "sentence"),
+    [
+        ("fraction=half", "fraction=half is not a number; use fraction=0.4 (a number above 0 and at most 1)."),
+        ("fraction=0.5X", "fraction=0.5X is not a number; use fraction=0.4 (a number above 0 and at most 1)."),
+        ("limit=lots", "limit=lots is not a size; use limit=6GiB (a size with a unit: GiB, MiB, GB or MB)."),
+        ("growth=maybe", "growth=maybe is not on or off; use growth=on or growth=off."),
+        ("strict=maybe", "strict=maybe is not on or off; use strict=on or strict=off."),
+        ("gpus=first", "gpus=first names no GPU in 'first'; use gpus=1, gpus=0,2, gpus=GPU-<uuid> or gpus=none."),
+        (
+            "threads=two",
+            "threads=two is not a whole number of at least 1; use threads=2 (a whole number of at least 1).",
+        ),
+        ("intra=0", "intra=0 is not a whole number of at least 1; use intra=2 (a whole number of at least 1)."),
+        ("inter=-1", "inter=-1 is not a whole number of at least 1; use inter=1 (a whole number of at least 1)."),
+        (
+            "framework=mxnet",
+            "framework=mxnet is not a framework jupyter-gpumem supports; "
+            "use framework=auto, tensorflow, pytorch or jax.",
+        ),
+    ],
+)
+def test_a_refusal_shows_the_accepted_form_in_full(word, sentence):
+    with pytest.raises(PolicyError) as refused:
+        parse([word])
+    assert str(refused.value) == sentence
+
+
+def test_a_later_call_keeps_the_framework_and_strict_off_unless_it_sets_them():
+    first = parse(["framework=jax", "strict=off", "fraction=0.5"])
+    assert first.then(parse(["growth=on"])) == Policy(fraction=0.5, growth=True, framework="jax", strict=False)
+    assert first.then(parse(["framework=torch"])).framework == "pytorch"
+    assert Policy().then(parse(["strict=off"])).strict is False
+    assert Policy().then(parse(["framework=tf"])).framework == "tensorflow"
+
+
+def test_describe_names_every_setting_and_says_when_nothing_is_set():
+    for line in ("growth=off", "intra=4 inter=2 framework=jax", "limit=2GiB gpus=0,2"):
+        assert parse(line.split()).describe() == line
+    assert Policy().describe() == "(nothing set)"
+    assert Policy(limit_bytes=6 * GiB).describe() == "limit=6144MiB"  # from the configuration: no typed form
+
+
+def test_an_unknown_setting_is_refused_with_the_list_of_settings():
+    with pytest.raises(PolicyError) as refused:
+        parse(["colour=blue"])
+    sentence = str(refused.value)
+    assert sentence.startswith(
+        "colour= is not a %gpumem setting; the settings are fraction, limit, growth, gpus, threads, intra, inter, "
+        "framework, strict"
+    )
+    assert sentence.endswith(" (see %gpumem --help).")

@@ -62,6 +62,8 @@ def test_samples_carry_the_scenarios_figures_and_mark_this_kernel(kernel_with):
         "used_bytes": 380 * MiB,
         "cpu_percent": None,
         "self": False,
+        "local": False,  # no process has this PID here
+        "cpu_pending": False,  # nothing to measure: it is not here
     }
 
 

@@ -21,10 +21,15 @@ export type State =
   | 'connecting'
   | 'streaming'
   | 'restarting'
-  | 'stalled'
+  | 'stalled' // no sample for a while: reconnecting
   | 'missing' // the kernel cannot import jupyter_gpumem
   | 'unsupported' // not a Python kernel
-  | 'failed';
+  | 'unreachable' // the request to start the stream failed
+  | 'failed' // the kernel answered the request with an error
+  | 'dead';
+
+/** States in which the figures on show are the old kernel's (or an old stream's): views dim them. */
+export const STALE: readonly State[] = ['restarting', 'stalled', 'dead'];
 
 /** No sample for this many intervals (and at least STALL_MIN_MS) means the stream is gone. */
 const STALL_INTERVALS = 5;
@@ -35,8 +40,11 @@ export const PIP_COMMAND = '%pip install jupyter-gpumem';
 export class Channel implements IDisposable {
   readonly history: History;
   state: State = 'idle';
-  /** A sentence for the user when state is not 'streaming'. */
-  message = '';
+  /** What format.ts's channelLine needs besides the state: the kernel's language (unsupported),
+   * the error (unreachable, failed), the seconds without figures (stalled). */
+  detail = '';
+  /** The GPU the views show for this kernel (history.ts's gpuKey); null: not chosen yet. */
+  gpu: string | null = null;
   private _comm: Kernel.IComm | null = null;
   private _pending = false;
   private _lastSampleAt = 0;
@@ -71,15 +79,12 @@ export class Channel implements IDisposable {
     }
     this._pending = true;
     if (this.state !== 'restarting' && this.state !== 'stalled') {
-      this._set('connecting', 'Connecting to the kernel…');
+      this._set('connecting');
     }
     try {
       const info = await this.kernel.info;
       if (info.language_info.name !== 'python') {
-        this._set(
-          'unsupported',
-          `GPU memory is not supported for this kernel (${info.language_info.name}); it needs a Python kernel.`
-        );
+        this._set('unsupported', info.language_info.name);
         return;
       }
       const future = this.kernel.requestExecute(
@@ -96,7 +101,7 @@ export class Channel implements IDisposable {
       this._replied(reply.content);
     } catch (error) {
       if (!this._disposed && this.state !== 'restarting') {
-        this._set('failed', `Could not reach the kernel: ${String(error)}`);
+        this._set('unreachable', String(error));
       }
     } finally {
       this._pending = false;
@@ -134,7 +139,7 @@ export class Channel implements IDisposable {
     } else {
       this.history.push(message.sample);
     }
-    this._set('streaming', '');
+    this._set('streaming');
   }
 
   dispose(): void {
@@ -176,30 +181,20 @@ export class Channel implements IDisposable {
       content.ename === 'ModuleNotFoundError' &&
       content.evalue.includes("'jupyter_gpumem'");
     if (missing) {
-      this._set(
-        'missing',
-        "jupyter-gpumem is not installed in this kernel's environment. " +
-          'Install it there, then restart the kernel:'
-      );
+      this._set('missing');
     } else {
-      this._set(
-        'failed',
-        `The kernel could not start the GPU memory stream: ${content.ename}: ${content.evalue}`
-      );
+      this._set('failed', `${content.ename}: ${content.evalue}`);
     }
   }
 
   private _onStatus(kernel: Kernel.IKernelConnection, status: string): void {
     if (status === 'restarting' || status === 'autorestarting') {
       this._comm = null;
-      this._set('restarting', 'Kernel restarted — reconnecting…');
+      this._set('restarting');
     } else if (status === 'idle' && this.state === 'restarting') {
       void this.start();
     } else if (status === 'dead') {
-      this._set(
-        'failed',
-        'The kernel has died; restart it to see its GPU memory.'
-      );
+      this._set('dead');
     }
   }
 
@@ -213,24 +208,21 @@ export class Channel implements IDisposable {
       STALL_INTERVALS * this._settings.intervalS * 1000
     );
     if (quiet > limit) {
-      this._set(
-        'stalled',
-        `No figures from the kernel for ${Math.round(quiet / 1000)} s — reconnecting…`
-      );
+      this._set('stalled', String(Math.round(quiet / 1000)));
       void this.start();
     }
   }
 
-  private _set(state: State, message: string): void {
+  private _set(state: State, detail = ''): void {
     if (
       state === this.state &&
-      message === this.message &&
+      detail === this.detail &&
       state !== 'streaming'
     ) {
       return;
     }
     this.state = state;
-    this.message = message;
+    this.detail = detail;
     this._changed.emit();
   }
 }

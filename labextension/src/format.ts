@@ -1,32 +1,30 @@
 /**
- * The one place the sidebar's text is made: every line the panel shows is built here from a
- * parsed sample, pure, so the Node tests read it. Bytes are binary units, as nvidia-smi counts
- * them; `null` is "N/A" (the driver cannot tell), never 0. What the kernel decided (why it is over,
- * what a framework takes, where the policy stands) is its sentence, shown as it is.
+ * The one place the sidebar's and the status bar's text is made: every line they show is built here
+ * from a parsed sample, pure, so the Node tests read it. Every phrase goes through the translation
+ * bundle (`trans.__`, as JupyterLab's own extensions do). Bytes are binary units, as nvidia-smi
+ * counts them; `null` is "N/A" (the driver cannot tell), never 0. What the kernel decided (why it
+ * is over, what a framework takes, where the policy stands) is its sentence, shown as it is.
  */
 
+import type { TranslationBundle } from '@jupyterlab/translation';
+
+import type { State } from './channel';
 import { IGpu, IProcess, ISample, OverheadSource } from './protocol';
+
+/** The part of a translation bundle the text needs. */
+export type Trans = Pick<TranslationBundle, '__'>;
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
 
-export function formatBytes(value: number | null): string {
+export function formatBytes(value: number | null, trans: Trans): string {
   if (value === null) {
-    return 'N/A';
+    return trans.__('N/A');
   }
   if (value >= GiB) {
-    return `${(value / GiB).toFixed(1)} GiB`;
+    return trans.__('%1 GiB', (value / GiB).toFixed(1));
   }
-  return `${Math.round(value / MiB)} MiB`;
-}
-
-/** Always MiB, as nvidia-smi's process table prints it (for comparing the two). */
-export function formatMiB(value: number | null): string {
-  return value === null ? 'N/A' : `${Math.round(value / MiB)} MiB`;
-}
-
-export function formatPercent(value: number | null): string {
-  return value === null ? 'N/A' : `${value.toFixed(1)}%`;
+  return trans.__('%1 MiB', Math.round(value / MiB));
 }
 
 export type Level = 'ok' | 'warn' | 'error';
@@ -40,88 +38,261 @@ export interface ILine {
 /** At or above this share of the budget the headline turns to the warning colour. */
 export const WARN_AT = 0.9;
 
+/** The panel's title (the header shows it in capitals, as the core panels do). */
+export function panelTitle(trans: Trans): string {
+  return trans.__('GPU Memory');
+}
+
 /** The kernel line when no notebook is open. */
-export const NO_NOTEBOOK = 'Open a notebook to see its kernel’s GPU memory.';
+export function noNotebook(trans: Trans): string {
+  return trans.__('Open a notebook to see its kernel’s GPU memory.');
+}
 
 /** "analysis.ipynb — Python 3 (ipykernel)"; a null kernel name: the notebook has no kernel. */
-export function notebookLabel(path: string, kernel: string | null): string {
-  return `${path} — ${kernel ?? 'no kernel'}`;
+export function notebookLabel(
+  path: string,
+  kernel: string | null,
+  trans: Trans
+): string {
+  return trans.__('%1 — %2', path, kernel ?? trans.__('no kernel'));
 }
 
 /** The banner over a stand-in NVML: its scenario file by name (the full path is the tooltip). */
-export function simulatedBanner(scenario: string | null): string {
+export function simulatedBanner(scenario: string | null, trans: Trans): string {
   return scenario
-    ? `SIMULATED GPU — stand-in NVML (${scenario.split('/').pop()})`
+    ? trans.__(
+        'SIMULATED GPU — stand-in NVML (%1)',
+        scenario.split('/').pop() ?? scenario
+      )
     : '';
 }
 
-/** "GPU 0: NVIDIA A100-SXM4-40GB", an entry of the GPU choice. */
-export function gpuOption(gpu: Pick<IGpu, 'index' | 'name'>): string {
-  return `GPU ${gpu.index}: ${gpu.name ?? 'unknown'}`;
+/** What the panel says about the stream when it is not streaming; `detail` as the Channel keeps
+ * it (the kernel's language, the error, the seconds without figures). Empty: nothing to say. */
+export function channelLine(
+  state: State,
+  detail: string,
+  trans: Trans
+): string {
+  switch (state) {
+    case 'idle':
+    case 'streaming':
+      return '';
+    case 'connecting':
+      return trans.__('Connecting to the kernel…');
+    case 'restarting':
+      return trans.__('Kernel restarted — reconnecting…');
+    case 'stalled':
+      return trans.__(
+        'No figures from the kernel for %1 s — reconnecting…',
+        detail
+      );
+    case 'missing':
+      return trans.__(
+        "jupyter-gpumem is not installed in this kernel's environment. Install it there, then restart the kernel:"
+      );
+    case 'unsupported':
+      return trans.__(
+        'GPU memory is not supported for this kernel (%1); it needs a Python kernel.',
+        detail
+      );
+    case 'unreachable':
+      return trans.__('Could not reach the kernel: %1', detail);
+    case 'failed':
+      return trans.__(
+        'The kernel could not start the GPU memory stream: %1',
+        detail
+      );
+    case 'dead':
+      return trans.__('The kernel has died; restart it to see its GPU memory.');
+  }
+}
+
+/** "GPU 0: NVIDIA A100-SXM4-40GB", an entry of the GPU choice; "GPU 1: lost". */
+export function gpuOption(
+  gpu: Pick<IGpu, 'index' | 'name' | 'lost'>,
+  trans: Trans
+): string {
+  if (gpu.lost) {
+    return trans.__('GPU %1: lost', gpu.index);
+  }
+  return trans.__('GPU %1: %2', gpu.index, gpu.name ?? trans.__('unknown'));
 }
 
 /** "GPU 0 · NVIDIA A100-SXM4-40GB · 16.1 GiB of 40.0 GiB used", the whole device. */
 export function deviceLine(
-  gpu: Pick<IGpu, 'index' | 'name' | 'lost' | 'usedBytes' | 'totalBytes'>
+  gpu: Pick<IGpu, 'index' | 'name' | 'lost' | 'usedBytes' | 'totalBytes'>,
+  trans: Trans
 ): string {
   if (gpu.lost) {
-    const name = gpu.name === null ? '' : ` ${gpu.name}`;
-    return `GPU ${gpu.index}${name}: lost (fell off the bus; it needs a reset)`;
+    return gpu.name === null
+      ? trans.__('GPU %1: lost (fell off the bus; it needs a reset)', gpu.index)
+      : trans.__(
+          'GPU %1 %2: lost (fell off the bus; it needs a reset)',
+          gpu.index,
+          gpu.name
+        );
   }
-  return (
-    `GPU ${gpu.index} · ${gpu.name ?? 'unknown'} · ` +
-    `${formatBytes(gpu.usedBytes)} of ${formatBytes(gpu.totalBytes)} used`
+  return trans.__(
+    'GPU %1 · %2 · %3 of %4 used',
+    gpu.index,
+    gpu.name ?? trans.__('unknown'),
+    formatBytes(gpu.usedBytes, trans),
+    formatBytes(gpu.totalBytes, trans)
   );
 }
 
-/** Without a budget and without the kernel's word on what its framework takes. */
-const TAKES_UNKNOWN = 'a framework takes its default amount when it starts';
+type BudgetGpu = Pick<
+  IGpu,
+  'index' | 'lost' | 'hidden' | 'ownBytes' | 'budgetBytes' | 'inForce'
+>;
+
+/** Own and budget in the budget's unit: ["3.1", "4.0", "GiB"] or ["177", "512", "MiB"]. */
+function againstBudget(own: number, budget: number): [string, string, string] {
+  const unit = budget >= GiB ? GiB : MiB;
+  const digits = unit === GiB ? 1 : 0;
+  return [
+    (own / unit).toFixed(digits),
+    (budget / unit).toFixed(digits),
+    unit === GiB ? 'GiB' : 'MiB'
+  ];
+}
+
+/** Warning from 90% of the budget, error above it. */
+function level(own: number, budget: number): Level {
+  const share = budget > 0 ? own / budget : Infinity;
+  return share > 1 ? 'error' : share >= WARN_AT ? 'warn' : 'ok';
+}
 
 /**
  * "3.1 of 4.0 GiB budget (78%)": this kernel's memory against its budget on this GPU. Warning
  * colour from 90%, error colour above the budget. A budget the framework does not hold (yet) says
- * so; without a budget, what the framework takes (the kernel's phrase, `takes`).
+ * so. Without a budget, this kernel's memory (budgetNote says what the framework takes).
  */
 export function headline(
-  gpu: Pick<IGpu, 'hidden' | 'ownBytes' | 'budgetBytes' | 'inForce'>,
-  sample: Pick<ISample, 'policy' | 'takes'>
+  gpu: BudgetGpu,
+  sample: Pick<ISample, 'policy'>,
+  trans: Trans
 ): ILine {
   const { ownBytes, budgetBytes } = gpu;
+  if (gpu.lost) {
+    return { text: trans.__('GPU %1 is lost: N/A', gpu.index), level: 'error' };
+  }
   if (gpu.hidden) {
     return {
-      text: `Hidden from this kernel by its policy (${sample.policy ?? 'gpus='})`,
+      text: trans.__(
+        'Hidden from this kernel by its policy (%1)',
+        sample.policy ?? 'gpus='
+      ),
       level: 'ok'
     };
   }
   if (budgetBytes === null) {
-    const own =
-      ownBytes === null
-        ? 'N/A'
-        : `${formatBytes(ownBytes)} used by this kernel`;
     return {
-      text: `${own}; no budget set — ${sample.takes ?? TAKES_UNKNOWN}`,
+      text:
+        ownBytes === null
+          ? trans.__('N/A used by this kernel (the driver cannot tell)')
+          : trans.__('%1 used by this kernel', formatBytes(ownBytes, trans)),
       level: 'ok'
     };
   }
-  const unheld = gpu.inForce ? [] : ['not in force'];
+  const unheld = gpu.inForce ? [] : [trans.__('not in force')];
   if (ownBytes === null) {
-    const why = [...unheld, "the driver cannot tell this kernel's memory"];
+    const why = [
+      ...unheld,
+      trans.__("the driver cannot tell this kernel's memory")
+    ];
     return {
-      text: `N/A of ${formatBytes(budgetBytes)} budget (${why.join('; ')})`,
+      text: trans.__(
+        'N/A of %1 budget (%2)',
+        formatBytes(budgetBytes, trans),
+        why.join('; ')
+      ),
       level: 'ok'
     };
   }
-  const share = budgetBytes > 0 ? ownBytes / budgetBytes : Infinity;
-  const unit = budgetBytes >= GiB ? GiB : MiB;
-  const digits = unit === GiB ? 1 : 0;
-  const name = unit === GiB ? 'GiB' : 'MiB';
-  const notes = [`${Math.round(share * 100)}%`, ...unheld];
+  const [own, budget, unit] = againstBudget(ownBytes, budgetBytes);
+  const share =
+    budgetBytes > 0
+      ? trans.__('%1%', Math.round((ownBytes / budgetBytes) * 100))
+      : '∞';
   return {
-    text:
-      `${(ownBytes / unit).toFixed(digits)} of ${(budgetBytes / unit).toFixed(digits)} ${name} ` +
-      `budget (${notes.join(', ')})`,
-    level: share > 1 ? 'error' : share >= WARN_AT ? 'warn' : 'ok'
+    text: trans.__(
+      '%1 of %2 %3 budget (%4)',
+      own,
+      budget,
+      unit,
+      [share, ...unheld].join(', ')
+    ),
+    level: level(ownBytes, budgetBytes)
   };
+}
+
+/** Without a budget: "No budget set — TensorFlow takes nearly all the memory …" (the kernel's
+ * phrase, `takes`). Null where there is a budget, or nothing to say (lost, hidden). */
+export function budgetNote(
+  gpu: Pick<IGpu, 'lost' | 'hidden' | 'budgetBytes'>,
+  sample: Pick<ISample, 'takes'>,
+  trans: Trans
+): string | null {
+  if (gpu.lost || gpu.hidden || gpu.budgetBytes !== null) {
+    return null;
+  }
+  return trans.__(
+    'No budget set — %1',
+    sample.takes ??
+      trans.__('a framework takes its default amount when it starts')
+  );
+}
+
+/**
+ * The status-bar item: "GPU 3.1/4.0 GiB" (against the budget, coloured as the headline), "GPU 3.1
+ * GiB" without one, "GPU lost" in the error colour.
+ */
+export function statusText(gpu: BudgetGpu, trans: Trans): ILine {
+  if (gpu.lost) {
+    return { text: trans.__('GPU lost'), level: 'error' };
+  }
+  if (gpu.hidden) {
+    return { text: trans.__('GPU hidden'), level: 'ok' };
+  }
+  const { ownBytes, budgetBytes } = gpu;
+  if (budgetBytes === null) {
+    return {
+      text: trans.__('GPU %1', formatBytes(ownBytes, trans)),
+      level: 'ok'
+    };
+  }
+  if (ownBytes === null) {
+    return {
+      text: trans.__('GPU N/A of %1', formatBytes(budgetBytes, trans)),
+      level: 'ok'
+    };
+  }
+  const [own, budget, unit] = againstBudget(ownBytes, budgetBytes);
+  return {
+    text: trans.__('GPU %1/%2 %3', own, budget, unit),
+    level: level(ownBytes, budgetBytes)
+  };
+}
+
+/** The status-bar item's tooltip: the headline, the split, why it is over, the device, and what a
+ * click does. */
+export function statusTooltip(
+  gpu: IGpu,
+  sample: ISample,
+  trans: Trans
+): string {
+  return [
+    headline(gpu, sample, trans).text,
+    budgetNote(gpu, sample, trans),
+    breakdown(gpu, sample.framework, trans),
+    overLine(gpu, trans),
+    deviceLine(gpu, trans),
+    trans.__('Click to open the GPU Memory panel.')
+  ]
+    .filter(line => line)
+    .join('\n');
 }
 
 /**
@@ -130,72 +301,229 @@ export function headline(
  * Null without a policy.
  */
 export function policyLine(
-  sample: Pick<ISample, 'policy' | 'policyState' | 'policyNote'>
+  sample: Pick<ISample, 'policy' | 'policyState' | 'policyNote'>,
+  trans: Trans
 ): ILine | null {
   if (sample.policy === null) {
     return null;
   }
   return {
     text: sample.policyNote
-      ? `Policy: ${sample.policy} — ${sample.policyNote}`
-      : `Policy: ${sample.policy}`,
+      ? trans.__('Policy: %1 — %2', sample.policy, sample.policyNote)
+      : trans.__('Policy: %1', sample.policy),
     level: sample.policyState === 'not_in_force' ? 'warn' : 'ok'
   };
 }
 
 /** "Over budget: <the kernel's reason>", or null when it is not over (or the GPU is hidden). */
 export function overLine(
-  gpu: Pick<IGpu, 'hidden' | 'overReason'>
+  gpu: Pick<IGpu, 'hidden' | 'overReason'>,
+  trans: Trans
 ): string | null {
   return gpu.overReason && !gpu.hidden
-    ? `Over budget: ${gpu.overReason}`
+    ? trans.__('Over budget: %1', gpu.overReason)
     : null;
 }
 
-/** The chart's name for the framework allocator's line. */
-export function inUseLabel(framework: string | null): string {
-  return `${framework ?? 'Framework'} in use`;
+/** The chart's names for its lines, the legend's and the hover's. */
+export interface IChartLabels {
+  own: string;
+  framework: string;
+  others: string;
+  budget: string;
+  total: string;
 }
 
-/** The cells of one row of the process table: PID, name, user, GPU memory, CPU. */
-export function processCells(p: IProcess): string[] {
-  return [
-    String(p.pid),
-    (p.name ?? '?') + (p.self ? ' (this kernel)' : ''),
-    p.user ?? '',
-    formatMiB(p.usedBytes),
-    formatPercent(p.cpuPercent)
-  ];
+export function chartLabels(
+  framework: string | null,
+  trans: Trans
+): IChartLabels {
+  return {
+    own: trans.__('this kernel'),
+    framework: framework
+      ? trans.__('%1 in use', framework)
+      : trans.__('framework in use'),
+    others: trans.__('others'),
+    budget: trans.__('budget'),
+    total: trans.__('device total')
+  };
+}
+
+/** The chart's name for assistive technology. */
+export function chartName(trans: Trans): string {
+  return trans.__("This kernel's GPU memory over time, against its budget");
+}
+
+/** What the chart shows before it has two samples to draw a line between. */
+export function collecting(trans: Trans): string {
+  return trans.__('Collecting…');
+}
+
+/** The chart's note where the device total lies above its scale: "device total 40.0 GiB ↑". */
+export function totalAbove(total: number, trans: Trans): string {
+  return trans.__('device total %1 ↑', formatBytes(total, trans));
+}
+
+/** The tooltip of an over-budget mark. */
+export function markTitle(
+  t: number,
+  reason: string | null,
+  trans: Trans
+): string {
+  return reason
+    ? trans.__('Over budget from %1: %2', clock(t, true), reason)
+    : trans.__('Over budget from %1', clock(t, true));
+}
+
+/** A figure in the chart's hover, in GiB with two decimals (N/A for a gap). */
+export function hoverFigure(value: number, trans: Trans): string {
+  return Number.isNaN(value)
+    ? trans.__('N/A')
+    : trans.__('%1 GiB', (value / GiB).toFixed(2));
+}
+
+const pad = (n: number) => String(n).padStart(2, '0');
+
+/** "14:03" or "14:03:27", the browser's local time (ticks and hover). */
+export function clock(ms: number, seconds: boolean): string {
+  const d = new Date(ms);
+  const hm = `${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  return seconds ? `${hm}:${pad(d.getSeconds())}` : hm;
+}
+
+/** A y-axis label: "2", "0.5" (the unit is written once, above the axis). */
+export function axisNumber(value: number): string {
+  return Number.isInteger(value) ? String(value) : String(+value.toFixed(2));
+}
+
+/** The table's columns, in order, and their titles. */
+export type Column = 'pid' | 'name' | 'user' | 'usedBytes' | 'cpuPercent';
+
+export function columnTitle(column: Column, trans: Trans): string {
+  switch (column) {
+    case 'pid':
+      return trans.__('PID');
+    case 'name':
+      return trans.__('Name');
+    case 'user':
+      return trans.__('User');
+    case 'usedBytes':
+      return trans.__('MiB');
+    case 'cpuPercent':
+      return trans.__('CPU %');
+  }
+}
+
+/** What a column's heading means, its tooltip. */
+export function columnTooltip(column: Column, trans: Trans): string {
+  switch (column) {
+    case 'pid':
+      return trans.__('Process ID, as nvidia-smi shows it');
+    case 'name':
+      return trans.__('The executable’s name (never its command line)');
+    case 'user':
+      return trans.__('The user the process runs as');
+    case 'usedBytes':
+      return trans.__(
+        'GPU memory of the process in MiB, as nvidia-smi counts it'
+      );
+    case 'cpuPercent':
+      return trans.__('CPU use of the process, % of one core');
+  }
+}
+
+/** The text of one row of the process table, and its tooltips. */
+export interface ICells {
+  pid: string;
+  name: string;
+  user: string;
+  usedBytes: string;
+  cpuPercent: string;
+  /** The name cell's tooltip: the whole name, with the PID and user (columns a narrow panel hides). */
+  nameTitle: string;
+  /** Why the CPU cell shows what it shows, when that needs saying. */
+  cpuTitle: string;
+  /** The badge on this kernel's row. */
+  badge: string;
+}
+
+/** Control characters in a name from the GPU host, as escapes: a row stays one line, and the
+ * name stays visible data. Spaces are kept as they are. */
+export function printable(name: string): string {
+  // eslint-disable-next-line no-control-regex
+  return name.replace(/[\u0000-\u001f\u007f-\u009f]/g, c =>
+    c === '\t'
+      ? '\\t'
+      : c === '\n'
+        ? '\\n'
+        : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`
+  );
+}
+
+/** A row: MiB as nvidia-smi's process table counts them, CPU% to one decimal; N/A where the
+ * driver or the host cannot tell, "…" where the host has not measured the CPU yet. */
+export function processCells(p: IProcess, trans: Trans): ICells {
+  const na = trans.__('N/A');
+  const name = p.name === null ? na : printable(p.name);
+  const user = p.user === null ? na : printable(p.user);
+  const pending = p.cpuPercent === null && p.cpuPending;
+  return {
+    pid: String(p.pid),
+    name,
+    user,
+    usedBytes:
+      p.usedBytes === null ? na : String(Math.round(p.usedBytes / MiB)),
+    cpuPercent:
+      p.cpuPercent !== null ? p.cpuPercent.toFixed(1) : pending ? '…' : na,
+    nameTitle: trans.__('%1 (PID %2, user %3)', name, p.pid, user),
+    cpuTitle: pending
+      ? trans.__('CPU not measured yet')
+      : p.cpuPercent === null
+        ? trans.__('CPU not available: the host cannot see this process')
+        : '',
+    badge: p.self ? trans.__('this kernel') : ''
+  };
 }
 
 /** What the process table says instead of (or before) its rows; null: just the rows. */
 export function processNote(
-  gpu: Pick<IGpu, 'lost' | 'processesKnown'>
+  gpu: Pick<IGpu, 'lost' | 'processesKnown'>,
+  trans: Trans
 ): string | null {
   if (gpu.lost) {
-    return 'This GPU is lost: no figures until it is reset.';
+    return trans.__('This GPU is lost: no figures until it is reset.');
   }
   if (!gpu.processesKnown) {
-    return 'The driver does not list the processes on this GPU.';
+    return trans.__('The driver does not list the processes on this GPU.');
   }
   return null;
 }
 
-const SOURCE_WORDS: Record<OverheadSource, string> = {
-  estimated: 'estimated',
-  remembered: 'measured by an earlier kernel',
-  measured: 'measured'
-};
+function sourceWords(source: OverheadSource, trans: Trans): string {
+  switch (source) {
+    case 'estimated':
+      return trans.__('estimated');
+    case 'remembered':
+      return trans.__('measured by an earlier kernel');
+    case 'measured':
+      return trans.__('measured');
+  }
+}
 
 /**
  * How the budget splits: "TensorFlow pool 3.6 GiB + 504 MiB outside it (measured) = 4.1 GiB" once
  * the framework reports its pool, else "TensorFlow limit 3.6 GiB + 400 MiB set aside for CUDA and
- * libraries (estimated)"; "Allocator limit …" when the framework is not known yet. Null when there
- * is no budget to split (or the GPU is hidden).
+ * libraries (estimated)"; "Allocator …" when the framework is not known yet. Null when there is no
+ * budget to split (or the GPU is hidden or lost).
  */
-export function breakdown(gpu: IGpu, framework: string | null): string | null {
+export function breakdown(
+  gpu: IGpu,
+  framework: string | null,
+  trans: Trans
+): string | null {
   if (
     gpu.hidden ||
+    gpu.lost ||
     gpu.budgetBytes === null ||
     gpu.poolBytes === null ||
     gpu.overheadBytes === null ||
@@ -203,17 +531,41 @@ export function breakdown(gpu: IGpu, framework: string | null): string | null {
   ) {
     return null;
   }
-  const source = SOURCE_WORDS[gpu.overheadSource];
-  const who = framework ?? 'Allocator'; // several frameworks installed, none imported yet
+  const source = sourceWords(gpu.overheadSource, trans);
+  const who = framework ?? trans.__('Allocator'); // several installed, none imported yet
   if (gpu.poolKnown && gpu.ownBytes !== null) {
     const outside = Math.max(0, gpu.ownBytes - gpu.poolBytes);
-    return (
-      `${who} pool ${formatBytes(gpu.poolBytes)} + ${formatBytes(outside)} outside it ` +
-      `(${source}) = ${formatBytes(gpu.ownBytes)}`
+    return trans.__(
+      '%1 pool %2 + %3 outside it (%4) = %5',
+      who,
+      formatBytes(gpu.poolBytes, trans),
+      formatBytes(outside, trans),
+      source,
+      formatBytes(gpu.ownBytes, trans)
     );
   }
-  return (
-    `${who} limit ${formatBytes(gpu.poolBytes)} + ${formatBytes(gpu.overheadBytes)} ` +
-    `set aside for CUDA and libraries (${source})`
+  return trans.__(
+    '%1 limit %2 + %3 set aside for CUDA and libraries (%4)',
+    who,
+    formatBytes(gpu.poolBytes, trans),
+    formatBytes(gpu.overheadBytes, trans),
+    source
   );
+}
+
+/** The panel's toolbar and the command. */
+export function uiText(trans: Trans) {
+  return {
+    chooseGpu: trans.__('GPU to show'),
+    settings: trans.__('GPU Memory settings'),
+    reconnect: trans.__(
+      'Reconnect to the kernel (restart the GPU memory stream)'
+    ),
+    command: trans.__('Show GPU Memory'),
+    commandCaption: trans.__(
+      "This kernel's GPU memory against its budget, live"
+    ),
+    category: trans.__('GPU Memory'),
+    processes: trans.__('Processes on this GPU')
+  };
 }

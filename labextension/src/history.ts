@@ -14,12 +14,19 @@ export const FIELDS = [
 ] as const;
 export type Field = (typeof FIELDS)[number];
 
-/** The start of an over-budget episode (or a change of its reason), marked on the chart. */
+/** The start of an over-budget episode, marked on the chart with the kernel's reason then. */
 export interface IMark {
   t: number;
   ownBytes: number;
-  reason: string;
+  reason: string | null;
 }
+
+/**
+ * An over-budget episode starts when this kernel's memory goes above its budget and ends when it
+ * falls below this share of it (or the budget goes): the kernel's own warnings use the same marks
+ * (alerts.py), so a figure hovering at the budget makes one mark, not one a second.
+ */
+export const OVER_ENDS_BELOW = 0.95;
 
 export interface ISeries {
   /** Milliseconds since the epoch. */
@@ -30,7 +37,7 @@ export interface ISeries {
   others: number[];
   total: number[];
   budget: number[];
-  /** Over-budget moments, oldest first; a few per episode, never one per sample. */
+  /** Where over-budget episodes started, oldest first: one per episode. */
   marks: IMark[];
 }
 
@@ -74,7 +81,7 @@ export class History {
   /** The newest sample, with its process tables. */
   latest: ISample | null = null;
   private _series = new Map<string, ISeries>();
-  private _reasons = new Map<string, string | null>(); // per GPU: the last sample's over-budget reason
+  private _over = new Map<string, boolean>(); // per GPU: an over-budget episode is going on
 
   constructor(private _capacity: number) {}
 
@@ -95,7 +102,7 @@ export class History {
 
   reset(samples: ISample[]): void {
     this._series.clear();
-    this._reasons.clear();
+    this._over.clear();
     this.latest = null;
     for (const sample of samples) {
       this.push(sample);
@@ -121,11 +128,18 @@ export class History {
       series.others.push(value(others));
       series.total.push(value(gpu.totalBytes));
       series.budget.push(value(gpu.budgetBytes));
-      const reason = own === null ? null : gpu.overReason;
-      if (reason !== null && reason !== this._reasons.get(key)) {
-        series.marks.push({ t, ownBytes: own!, reason });
+      // Decided from the figures, not from the reason's text, whose MiB change every sample.
+      const budget = gpu.budgetBytes;
+      const over = this._over.get(key) ?? false;
+      if (!over && own !== null && budget !== null && own > budget) {
+        series.marks.push({ t, ownBytes: own, reason: gpu.overReason });
+        this._over.set(key, true);
+      } else if (
+        over &&
+        (budget === null || (own !== null && own < OVER_ENDS_BELOW * budget))
+      ) {
+        this._over.set(key, false); // N/A for a moment does not end it
       }
-      this._reasons.set(key, reason);
       this._trim(series, Math.ceil(this._capacity / 8));
     }
   }
@@ -146,17 +160,25 @@ export class History {
 }
 
 /**
- * One point per `bucketMs` of time: each bucket keeps its largest value (a memory peak must never
- * be smoothed away) at the time of its last sample. Buckets are aligned to multiples of `bucketMs`,
- * so a new sample changes only the last bucket and the chart can tell when nothing visible moved.
- * A bucket whose values are all NaN stays NaN, so gaps stay gaps. Over-budget marks are kept as they are.
+ * One point per `bucketMs` of time from `from` on: each bucket keeps its largest value (a memory
+ * peak must never be smoothed away) at the time of its last sample. Buckets are aligned to
+ * multiples of `bucketMs`, so a new sample changes only the last bucket. A bucket whose values are
+ * all NaN stays NaN, so gaps stay gaps. Over-budget marks are kept as they are.
  */
-export function decimate(series: ISeries, bucketMs: number): ISeries {
+export function decimate(
+  series: ISeries,
+  bucketMs: number,
+  from = -Infinity
+): ISeries {
   const out = emptySeries();
   out.marks = series.marks; // few already
   const n = series.t.length;
   let bucket = NaN;
-  for (let i = 0; i < n; i++) {
+  let i = 0;
+  while (i < n && series.t[i] < from) {
+    i++;
+  }
+  for (; i < n; i++) {
     const key = Math.floor(series.t[i] / bucketMs);
     const last = out.t.length - 1;
     if (key !== bucket) {

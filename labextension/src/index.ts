@@ -1,7 +1,10 @@
 /**
- * jupyter-gpumem's JupyterLab plugin: the "GPU Memory" sidebar, following the active notebook's
- * kernel. One Channel per kernel connection of every open notebook (each registers the comm
- * target); the panel shows the current notebook's one and starts its stream when visible.
+ * jupyter-gpumem's JupyterLab plugins:
+ * - `jupyter-gpumem:plugin`: the followed kernels (follower.ts) and the settings (schema/plugin.json);
+ * - `jupyter-gpumem:sidebar`: the "GPU Memory" side panel (right, restored), its palette command;
+ * - `jupyter-gpumem:status-bar`: the status-bar item, where there is a status bar.
+ * Only INotebookTracker is required; the shell is used through JupyterFrontEnd's own API, so the
+ * same plugins fit other Jupyter frontends (Notebook 7's right panel, no status bar).
  */
 
 import {
@@ -9,19 +12,23 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette, IThemeManager } from '@jupyterlab/apputils';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { Kernel } from '@jupyterlab/services';
+import { ICommandPalette } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { IStatusBar } from '@jupyterlab/statusbar';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 
-import { Channel } from './channel';
+import { IKernelFollower, KernelFollower } from './follower';
+import { panelTitle, uiText } from './format';
 import { GpuMemPanel } from './panel';
-import { notebookLabel } from './format';
 import { readSettings } from './protocol';
+import { GpuMemStatus } from './statusbar';
 
 const PLUGIN_ID = 'jupyter-gpumem:plugin';
 const COMMAND = 'jupyter-gpumem:open';
+const PANEL_ID = 'jupyter-gpumem-panel';
+const DOMAIN = 'jupyter_gpumem';
 
 const gpuIcon = new LabIcon({
   name: 'jupyter-gpumem:gpu',
@@ -32,104 +39,110 @@ const gpuIcon = new LabIcon({
     '</svg>'
 });
 
-const plugin: JupyterFrontEndPlugin<void> = {
+const kernels: JupyterFrontEndPlugin<KernelFollower> = {
   id: PLUGIN_ID,
   description:
-    "GPU memory of the notebook's kernel against its budget, live, in a sidebar.",
+    "The active notebook's kernel and its GPU memory stream, with the stream's settings.",
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ICommandPalette, ILayoutRestorer, ISettingRegistry, IThemeManager],
+  optional: [ISettingRegistry],
+  provides: IKernelFollower,
   activate: async (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
+    registry: ISettingRegistry | null
+  ) => {
+    const follower = new KernelFollower(tracker, readSettings(null));
+    if (registry) {
+      // Not awaited: the views appear at once; the settings follow when loaded.
+      registry
+        .load(PLUGIN_ID)
+        .then(loaded => {
+          const apply = () =>
+            follower.configure(readSettings(loaded.composite));
+          loaded.changed.connect(apply);
+          apply();
+        })
+        .catch(error =>
+          console.warn(`jupyter-gpumem: settings could not be loaded: ${error}`)
+        );
+    }
+    return follower;
+  }
+};
+
+const sidebar: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-gpumem:sidebar',
+  description:
+    "GPU memory of the notebook's kernel against its budget, live, in a side panel.",
+  autoStart: true,
+  requires: [IKernelFollower],
+  optional: [ICommandPalette, ILayoutRestorer, ITranslator],
+  activate: (
+    app: JupyterFrontEnd,
+    follower: KernelFollower,
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
-    registry: ISettingRegistry | null,
-    themes: IThemeManager | null
+    translator: ITranslator | null
   ) => {
-    const panel = new GpuMemPanel();
-    panel.id = 'jupyter-gpumem-panel';
+    translator ??= nullTranslator;
+    const trans = translator.load(DOMAIN);
+    const text = uiText(trans);
+    const openSettings = () => {
+      if (app.commands.hasCommand('settingeditor:open')) {
+        // The editor's search matches titles: the schema's (schema/plugin.json).
+        void app.commands.execute('settingeditor:open', {
+          query: 'GPU Memory'
+        });
+      }
+    };
+    const panel = new GpuMemPanel(follower, { translator, openSettings });
+    panel.id = PANEL_ID;
     panel.title.icon = gpuIcon;
-    panel.title.caption = 'GPU Memory';
+    panel.title.caption = panelTitle(trans);
     app.shell.add(panel, 'right', { rank: 900 });
     restorer?.add(panel, 'jupyter-gpumem');
 
     app.commands.addCommand(COMMAND, {
-      label: 'Show GPU Memory',
-      caption: "This kernel's GPU memory against its budget, live",
+      label: text.command,
+      caption: text.commandCaption,
       icon: gpuIcon,
       execute: () => app.shell.activateById(panel.id)
     });
-    palette?.addItem({ command: COMMAND, category: 'GPU Memory' });
-    themes?.themeChanged.connect(() => panel.themeChanged());
-
-    let settings = readSettings(null);
-    const channels = new Map<Kernel.IKernelConnection, Channel>();
-    const channelFor = (kernel: Kernel.IKernelConnection): Channel => {
-      let channel = channels.get(kernel);
-      if (!channel) {
-        channel = new Channel(kernel, settings);
-        channels.set(kernel, channel);
-        kernel.disposed.connect(() => {
-          channels.get(kernel)?.dispose();
-          channels.delete(kernel);
-          follow();
-        });
-      }
-      return channel;
-    };
-
-    const follow = () => {
-      const notebook = tracker.currentWidget;
-      const kernel = notebook?.sessionContext.session?.kernel ?? null;
-      const channel = kernel ? channelFor(kernel) : null;
-      const label = notebook
-        ? notebookLabel(
-            notebook.context.path,
-            kernel ? notebook.sessionContext.kernelDisplayName : null
-          )
-        : '';
-      panel.follow(channel, label);
-      if (channel && channel.state === 'idle' && panel.isVisible) {
-        void channel.start();
-      }
-    };
-
-    const watch = (notebook: NotebookPanel) => {
-      const session = notebook.sessionContext;
-      session.kernelChanged.connect((_, change) => {
-        if (change.newValue) {
-          channelFor(change.newValue);
-        }
-        if (tracker.currentWidget === notebook) {
-          follow();
-        }
-      });
-      const kernel = session.session?.kernel;
-      if (kernel) {
-        channelFor(kernel);
-      }
-    };
-    tracker.forEach(watch);
-    tracker.widgetAdded.connect((_, notebook) => watch(notebook));
-    tracker.currentChanged.connect(follow);
-    panel.shown.connect(follow);
-
-    if (registry) {
-      try {
-        const loaded = await registry.load(PLUGIN_ID);
-        const apply = () => {
-          settings = readSettings(loaded.composite);
-          channels.forEach(channel => channel.configure(settings));
-        };
-        loaded.changed.connect(apply);
-        apply();
-      } catch (error) {
-        console.warn(`jupyter-gpumem: settings could not be loaded: ${error}`);
-      }
-    }
-    follow();
+    palette?.addItem({ command: COMMAND, category: text.category });
   }
 };
 
-export default plugin;
+const statusBar: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-gpumem:status-bar',
+  description:
+    "The active kernel's GPU memory against its budget in the status bar; a click opens the panel.",
+  autoStart: true,
+  requires: [IKernelFollower],
+  optional: [IStatusBar, ITranslator],
+  activate: (
+    app: JupyterFrontEnd,
+    follower: KernelFollower,
+    statusBar: IStatusBar | null,
+    translator: ITranslator | null
+  ) => {
+    if (!statusBar) {
+      return; // a frontend without a status bar
+    }
+    const trans = (translator ?? nullTranslator).load(DOMAIN);
+    const item = new GpuMemStatus(follower, trans, () => {
+      if (app.commands.hasCommand(COMMAND)) {
+        void app.commands.execute(COMMAND);
+      }
+    });
+    statusBar.registerStatusItem('jupyter-gpumem:status', {
+      item,
+      align: 'left',
+      rank: 4,
+      isActive: () => item.isActive,
+      activeStateChanged: item.activeStateChanged
+    });
+  }
+};
+
+export default [kernels, sidebar, statusBar];

@@ -1,27 +1,42 @@
 /**
- * The "GPU Memory" sidebar: the followed kernel's memory against its budget on one GPU, as a
- * headline, a time chart and a table of every process on that GPU. It only renders: the Channel
- * owns the data. Everything that comes from the GPU host is set as text, never as HTML.
+ * The "GPU Memory" side panel, built as the core panels are (a SidePanel: an uppercase title, a
+ * toolbar with the GPU choice, settings and reconnect): the followed kernel's memory against its
+ * budget on one GPU, as a headline, a time chart and a table of every process on that GPU. It only
+ * wires: the text comes from format.ts, the table from table.ts, the chart from chart.ts, the
+ * figures from the Channel. Everything that comes from the GPU host is set as text, never as HTML.
  */
 
+import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
+import {
+  SidePanel,
+  Toolbar,
+  ToolbarButton,
+  caretDownEmptyIcon,
+  refreshIcon,
+  settingsIcon
+} from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
-import { ISignal, Signal } from '@lumino/signaling';
-import { Widget } from '@lumino/widgets';
+import { Panel, Widget } from '@lumino/widgets';
 
-import { Channel, PIP_COMMAND } from './channel';
-import { Chart, IColors, themeColors } from './chart';
+import { PIP_COMMAND, STALE } from './channel';
+import { Chart } from './chart';
 import { element } from './dom';
+import { KernelFollower } from './follower';
 import {
   ILine,
-  NO_NOTEBOOK,
   breakdown,
+  budgetNote,
+  channelLine,
   deviceLine,
   gpuOption,
   headline,
-  inUseLabel,
+  noNotebook,
+  notebookLabel,
   overLine,
+  panelTitle,
   policyLine,
-  simulatedBanner
+  simulatedBanner,
+  uiText
 } from './format';
 import { chooseGpu, gpuKey } from './history';
 import { IGpu } from './protocol';
@@ -33,40 +48,106 @@ function show(node: HTMLElement, line: ILine | string | null): void {
     typeof line === 'string' || line === null
       ? { text: line ?? '', level: null }
       : line;
-  node.textContent = text;
-  if (level !== null) {
+  if (node.textContent !== text) {
+    node.textContent = text;
+  }
+  if (level !== null && node.dataset.level !== level) {
     node.dataset.level = level;
   }
   node.hidden = !text;
 }
 
-export class GpuMemPanel extends Widget {
-  private _channel: Channel | null = null;
-  private _label = '';
-  private _gpu: string | null = null;
-  private _colors: IColors | null = null;
+export interface IPanelOptions {
+  translator: ITranslator;
+  /** Opens the settings editor at this extension's settings. */
+  openSettings: () => void;
+}
+
+export class GpuMemPanel extends SidePanel {
   private _frame = 0;
-  private _shown = new Signal<this, void>(this);
+  private readonly _text: TranslationBundle; // this extension's domain (SidePanel's _trans is JupyterLab's)
   private readonly _chart: Chart;
   private readonly _table: ProcessTable;
+  private readonly _select: HTMLSelectElement;
+  private readonly _selectItem: Widget;
   private readonly _nodes: {
     kernel: HTMLElement;
     banner: HTMLElement;
     status: HTMLElement;
     pip: HTMLElement;
     body: HTMLElement;
-    select: HTMLSelectElement;
-    device: HTMLElement;
     headline: HTMLElement;
+    note: HTMLElement;
     breakdown: HTMLElement;
     reason: HTMLElement;
     policy: HTMLElement;
+    device: HTMLElement;
+    chart: HTMLElement;
   };
 
-  constructor() {
-    super();
+  constructor(
+    readonly kernels: KernelFollower,
+    options: IPanelOptions
+  ) {
+    super({ content: new Panel(), translator: options.translator });
+    const trans = (this._text = options.translator.load('jupyter_gpumem'));
+    const text = uiText(trans);
     this.addClass('jp-GpuMem');
-    const root = this.node;
+
+    const title = new Widget({ node: document.createElement('h2') });
+    title.node.textContent = panelTitle(trans);
+    title.addClass('jp-text-truncated');
+    this.header.addWidget(title);
+
+    // The GPU choice, as JupyterLab's HTMLSelect draws it (a styled <select> and its caret).
+    this._selectItem = new Widget();
+    this._selectItem.addClass('jp-GpuMem-gpuChoice');
+    const wrap = element(
+      'div',
+      'jp-HTMLSelect jp-DefaultStyle',
+      this._selectItem.node
+    );
+    const select = (this._select = element('select', '', wrap));
+    select.setAttribute('aria-label', text.chooseGpu);
+    select.title = text.chooseGpu;
+    select.addEventListener('change', () => {
+      const channel = this.kernels.current;
+      if (channel) {
+        channel.gpu = select.value;
+      }
+      this.update();
+    });
+    wrap.appendChild(
+      caretDownEmptyIcon.element({
+        tag: 'span',
+        stylesheet: 'select',
+        right: '4px',
+        top: '4px'
+      })
+    );
+    this.toolbar.addItem('gpu', this._selectItem);
+    this.toolbar.addItem('spacer', Toolbar.createSpacerItem());
+    this.toolbar.addItem(
+      'settings',
+      new ToolbarButton({
+        icon: settingsIcon,
+        tooltip: text.settings,
+        onClick: options.openSettings
+      })
+    );
+    this.toolbar.addItem(
+      'reconnect',
+      new ToolbarButton({
+        icon: refreshIcon,
+        tooltip: text.reconnect,
+        onClick: () => void this.kernels.current?.start()
+      })
+    );
+
+    const view = new Widget();
+    view.addClass('jp-GpuMem-content');
+    this.content.addWidget(view);
+    const root = view.node;
     const div = (name: string, parent: HTMLElement) =>
       element('div', `jp-GpuMem-${name}`, parent);
     const kernel = div('kernel', root);
@@ -75,54 +156,27 @@ export class GpuMemPanel extends Widget {
     const pip = element('code', 'jp-GpuMem-pip', root);
     pip.textContent = PIP_COMMAND;
     const body = div('body', root);
-    const select = element('select', 'jp-GpuMem-select', body);
-    select.setAttribute('aria-label', 'GPU');
-    select.addEventListener('change', () => {
-      this._gpu = select.value;
-      this.update();
-    });
     this._nodes = {
       kernel,
       banner,
       status,
       pip,
       body,
-      select,
-      device: div('device', body),
       headline: div('headline', body),
+      note: div('budgetNote', body),
       breakdown: div('breakdown', body),
       reason: div('reason', body),
-      policy: div('policy', body)
+      policy: div('policy', body),
+      device: div('device', body),
+      chart: div('chartBox', body)
     };
-    this._chart = new Chart(div('chart', body));
-    this._table = new ProcessTable(body, () => this.update());
-  }
-
-  /** Emitted when the panel becomes visible: time to make sure its kernel streams. */
-  get shown(): ISignal<this, void> {
-    return this._shown;
-  }
-
-  get channel(): Channel | null {
-    return this._channel;
-  }
-
-  /** Show this channel's kernel (null: no notebook). */
-  follow(channel: Channel | null, label: string): void {
-    if (channel === this._channel && label === this._label) {
-      return;
-    }
-    this._channel?.changed.disconnect(this.update, this);
-    this._channel = channel;
-    this._label = label;
-    channel?.changed.connect(this.update, this);
-    this.update();
-  }
-
-  /** The theme changed: read the --jp-* colours again. */
-  themeChanged(): void {
-    this._colors = null;
-    this.update();
+    this._chart = new Chart(
+      div('chart', this._nodes.chart),
+      div('legend', this._nodes.chart),
+      trans
+    );
+    this._table = new ProcessTable(body, trans, () => this.update());
+    kernels.changed.connect(() => this.update(), this);
   }
 
   /** Coalesce updates to one render per animation frame, and none while hidden. */
@@ -132,55 +186,72 @@ export class GpuMemPanel extends Widget {
     }
     this._frame = requestAnimationFrame(() => {
       this._frame = 0;
-      void this.render();
+      this.render();
     });
   }
 
-  /** Render now; resolves when the chart is drawn. */
-  async render(): Promise<void> {
+  /** Render now. */
+  render(): void {
     const n = this._nodes;
-    const channel = this._channel;
-    n.kernel.textContent = channel ? this._label : NO_NOTEBOOK;
+    const trans = this._text;
+    const channel = this.kernels.current;
+    const notebook = this.kernels.notebook;
+    show(
+      n.kernel,
+      notebook
+        ? notebookLabel(notebook.path, notebook.kernel, trans)
+        : noNotebook(trans)
+    );
+    if (n.kernel.title !== n.kernel.textContent) {
+      n.kernel.title = n.kernel.textContent ?? '';
+    }
     const latest = channel?.history.latest ?? null;
     const streaming = channel?.state === 'streaming';
-    show(n.status, channel && !streaming ? channel.message : null);
+    const stale = channel !== null && STALE.includes(channel.state);
+    show(
+      n.status,
+      channel ? channelLine(channel.state, channel.detail, trans) : null
+    );
     n.pip.hidden = channel?.state !== 'missing';
-    show(n.banner, simulatedBanner(latest?.simulated ?? null));
+    show(n.banner, simulatedBanner(latest?.simulated ?? null, trans));
     n.banner.title = latest?.simulated ?? '';
     const hasGpu = latest !== null && !latest.problem && latest.gpus.length > 0;
     n.body.hidden = !hasGpu;
+    n.body.classList.toggle('jp-mod-stale', stale);
     if (latest === null || !hasGpu) {
+      this._selectItem.hide();
       if (latest?.problem && streaming) {
         show(n.status, latest.problem);
       }
       return;
     }
     const gpu = this._selectGpu(latest.gpus);
-    n.device.textContent = deviceLine(gpu);
-    show(n.headline, headline(gpu, latest));
-    show(n.breakdown, breakdown(gpu, latest.framework));
-    show(n.reason, overLine(gpu));
-    show(n.policy, policyLine(latest));
-    this._table.render(gpu);
-    const series = channel!.history.series(gpuKey(gpu));
-    if (series) {
-      this._colors ??= themeColors();
-      await this._chart.render(
-        series,
+    show(n.headline, headline(gpu, latest, trans));
+    show(n.note, budgetNote(gpu, latest, trans));
+    show(n.breakdown, breakdown(gpu, latest.framework, trans));
+    show(n.reason, overLine(gpu, trans));
+    show(n.policy, policyLine(latest, trans));
+    show(n.device, deviceLine(gpu, trans));
+    n.chart.hidden = gpu.lost; // no figures to draw: no chart, no legend
+    this._table.render(gpu, stale);
+    if (!gpu.lost) {
+      this._chart.render(
+        channel!.history.series(gpuKey(gpu)),
         channel!.windowS * 1000,
-        this._colors,
-        inUseLabel(latest.framework)
+        latest.framework
       );
     }
   }
 
   protected onAfterShow(msg: Message): void {
-    this._shown.emit();
+    super.onAfterShow(msg);
+    this.kernels.demand(this, true);
     this.update();
   }
 
-  protected onResize(msg: Widget.ResizeMessage): void {
-    this.update(); // the chart redraws at the new size
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    this.kernels.demand(this, false);
   }
 
   protected onBeforeDetach(msg: Message): void {
@@ -188,6 +259,7 @@ export class GpuMemPanel extends Widget {
       cancelAnimationFrame(this._frame);
       this._frame = 0;
     }
+    super.onBeforeDetach(msg);
   }
 
   dispose(): void {
@@ -195,24 +267,34 @@ export class GpuMemPanel extends Widget {
     super.dispose();
   }
 
-  /** The GPU choice: kept while its GPU is there, else chosen at first look (history.ts). */
+  /** The GPU choice: the channel's while its GPU is there, else chosen at first look (history.ts). */
   private _selectGpu(gpus: IGpu[]): IGpu {
-    const select = this._nodes.select;
+    const channel = this.kernels.current!;
+    const select = this._select;
     const keys = gpus.map(gpuKey);
-    this._gpu = chooseGpu(gpus, this._gpu)!; // gpus is not empty
+    const labels = gpus.map(gpu => gpuOption(gpu, this._text));
+    channel.gpu = chooseGpu(gpus, channel.gpu)!; // gpus is not empty
     if (
       select.options.length !== gpus.length ||
-      keys.some((k, i) => select.options[i].value !== k)
+      keys.some(
+        (k, i) =>
+          select.options[i].value !== k || select.options[i].text !== labels[i]
+      )
     ) {
       select.textContent = '';
       gpus.forEach((gpu, i) => {
         const option = element('option', '', select);
         option.value = keys[i];
-        option.textContent = gpuOption(gpu);
+        option.textContent = labels[i];
+        option.dataset.lost = String(gpu.lost);
       });
     }
-    select.value = this._gpu;
-    select.hidden = gpus.length < 2;
-    return gpus[keys.indexOf(this._gpu)];
+    if (select.value !== channel.gpu) {
+      select.value = channel.gpu;
+    }
+    const shown = gpus[keys.indexOf(channel.gpu)];
+    select.dataset.lost = String(shown.lost);
+    this._selectItem.setHidden(gpus.length < 2);
+    return shown;
   }
 }

@@ -23,6 +23,9 @@ export interface IProcess {
   user: string | null;
   usedBytes: number | null;
   cpuPercent: number | null;
+  /** The host sees the process but has not measured its CPU% yet (cpuPercent is null); false from
+   * a kernel that does not say. */
+  cpuPending: boolean;
   self: boolean;
 }
 
@@ -196,6 +199,7 @@ function parseProcess(value: unknown, where: string): IProcess {
     user: text(p.user, `${where}.user`),
     usedBytes: bytes(p.used_bytes, `${where}.used_bytes`),
     cpuPercent: nullable(p.cpu_percent, `${where}.cpu_percent`),
+    cpuPending: optional(p.cpu_pending, `${where}.cpu_pending`, flag, false),
     self: flag(p.self, `${where}.self`)
   };
 }

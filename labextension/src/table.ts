@@ -1,26 +1,39 @@
 /**
- * The table of every process on one GPU: sortable by any column (a click, or Enter or Space on
- * its heading), this kernel's row marked. Every cell is set as text.
+ * The table of every process on one GPU: sortable by any column (a click, or Enter or Space on its
+ * heading), this kernel's row marked with a badge. Every cell is set as text. Rows are 24 px and
+ * never wrap: a long name is cut with an ellipsis (its tooltip has all of it), and a narrow panel
+ * drops whole columns, the user first, then the PID (container queries in base.css).
  */
 
 import { element } from './dom';
-import { processCells, processNote } from './format';
+import {
+  Column,
+  ICells,
+  Trans,
+  columnTitle,
+  columnTooltip,
+  processCells,
+  processNote
+} from './format';
 import { IGpu, IProcess } from './protocol';
 
-export type SortKey = 'pid' | 'name' | 'user' | 'usedBytes' | 'cpuPercent';
+export type SortKey = Column;
 
 export interface ISort {
   key: SortKey;
   descending: boolean;
 }
 
-export const COLUMNS: [SortKey, string][] = [
-  ['pid', 'PID'],
-  ['name', 'Name'],
-  ['user', 'User'],
-  ['usedBytes', 'GPU mem'],
-  ['cpuPercent', 'CPU']
+export const COLUMNS: SortKey[] = [
+  'pid',
+  'name',
+  'user',
+  'usedBytes',
+  'cpuPercent'
 ];
+
+/** Right-aligned, with tabular digits. */
+export const NUMERIC: SortKey[] = ['pid', 'usedBytes', 'cpuPercent'];
 
 /** Largest memory first, as nvidia-smi users look for it. */
 export const FIRST_SORT: ISort = { key: 'usedBytes', descending: true };
@@ -55,18 +68,47 @@ export function sortProcesses(
   });
 }
 
+interface IRow {
+  tr: HTMLTableRowElement;
+  cells: Record<SortKey, HTMLTableCellElement>;
+  name: HTMLElement;
+  badge: HTMLElement;
+}
+
+function setText(node: HTMLElement, value: string): void {
+  if (node.textContent !== value) {
+    node.textContent = value;
+  }
+}
+
+function setTitle(node: HTMLElement, value: string): void {
+  if (node.title !== value) {
+    node.title = value;
+  }
+}
+
 export class ProcessTable {
   private _sort = FIRST_SORT;
+  private readonly _note: HTMLElement;
+  private readonly _table: HTMLTableElement;
   private readonly _head: HTMLTableRowElement;
-  private readonly _rows: HTMLTableSectionElement;
+  private readonly _body: HTMLTableSectionElement;
+  private readonly _rows: IRow[] = [];
 
   /** `sorted` is called when the user picks another order (time to render again). */
-  constructor(parent: HTMLElement, sorted: () => void) {
-    const table = element('table', 'jp-GpuMem-processes', parent);
-    this._head = element('tr', '', element('thead', '', table));
-    for (const [key, label] of COLUMNS) {
-      const th = element('th', '', this._head);
-      th.textContent = label;
+  constructor(
+    parent: HTMLElement,
+    private readonly _trans: Trans,
+    sorted: () => void
+  ) {
+    const box = element('div', 'jp-GpuMem-tableBox', parent);
+    this._note = element('div', 'jp-GpuMem-note', box);
+    this._table = element('table', 'jp-GpuMem-processes', box);
+    this._head = element('tr', '', element('thead', '', this._table));
+    for (const key of COLUMNS) {
+      const th = element('th', this._cellClass(key), this._head);
+      th.textContent = columnTitle(key, _trans);
+      th.title = columnTooltip(key, _trans);
       th.dataset.key = key;
       th.tabIndex = 0;
       const sort = () => {
@@ -76,41 +118,80 @@ export class ProcessTable {
       th.addEventListener('click', sort);
       th.addEventListener('keydown', e => {
         if (e.key === 'Enter' || e.key === ' ') {
+          e.preventDefault(); // Space would scroll the panel
           sort();
         }
       });
     }
-    this._rows = element('tbody', '', table);
+    this._body = element('tbody', '', this._table);
   }
 
-  render(gpu: IGpu): void {
+  /** The processes of this GPU; `stale` (the kernel is restarting): no row is marked as this
+   * kernel's, since the PID marked is the old kernel's. */
+  render(gpu: IGpu, stale: boolean): void {
     const { key, descending } = this._sort;
     for (const th of Array.from(this._head.children) as HTMLElement[]) {
-      th.setAttribute(
-        'aria-sort',
+      const sort =
         th.dataset.key !== key
           ? 'none'
           : descending
             ? 'descending'
-            : 'ascending'
-      );
-    }
-    const rows = this._rows;
-    rows.textContent = '';
-    const note = processNote(gpu);
-    if (note !== null) {
-      const cell = element('td', 'jp-GpuMem-note', element('tr', '', rows));
-      cell.colSpan = COLUMNS.length;
-      cell.textContent = note;
-    }
-    if (gpu.lost) {
-      return; // no figures, no rows
-    }
-    for (const p of sortProcesses(gpu.processes ?? [], key, descending)) {
-      const row = element('tr', p.self ? 'jp-GpuMem-self' : '', rows);
-      for (const text of processCells(p)) {
-        element('td', '', row).textContent = text;
+            : 'ascending';
+      if (th.getAttribute('aria-sort') !== sort) {
+        th.setAttribute('aria-sort', sort);
       }
+    }
+    const note = processNote(gpu, this._trans);
+    setText(this._note, note ?? '');
+    this._note.hidden = note === null;
+    const processes = gpu.lost
+      ? [] // no figures, no rows
+      : sortProcesses(gpu.processes ?? [], key, descending);
+    this._table.hidden = gpu.lost || !gpu.processesKnown;
+    while (this._rows.length > processes.length) {
+      this._rows.pop()!.tr.remove();
+    }
+    processes.forEach((p, i) => {
+      const row = this._rows[i] ?? this._addRow();
+      this._fill(row, processCells(p, this._trans), p.self && !stale);
+    });
+  }
+
+  private _cellClass(key: SortKey): string {
+    const numeric = NUMERIC.includes(key) ? ' jp-mod-numeric' : '';
+    return `jp-GpuMem-col-${key}${numeric}`;
+  }
+
+  private _addRow(): IRow {
+    const tr = element('tr', '', this._body);
+    const cells = {} as Record<SortKey, HTMLTableCellElement>;
+    for (const key of COLUMNS) {
+      cells[key] = element('td', this._cellClass(key), tr);
+    }
+    const box = element('div', 'jp-GpuMem-nameBox', cells.name);
+    const row = {
+      tr,
+      cells,
+      name: element('span', 'jp-GpuMem-name', box),
+      badge: element('span', 'jp-GpuMem-badge', box)
+    };
+    this._rows.push(row);
+    return row;
+  }
+
+  private _fill(row: IRow, cells: ICells, self: boolean): void {
+    for (const key of COLUMNS) {
+      if (key !== 'name') {
+        setText(row.cells[key], cells[key]);
+      }
+    }
+    setText(row.name, cells.name);
+    setTitle(row.cells.name, cells.nameTitle);
+    setTitle(row.cells.cpuPercent, cells.cpuTitle);
+    setText(row.badge, self ? cells.badge : '');
+    row.badge.hidden = !self;
+    if (row.tr.classList.contains('jp-GpuMem-self') !== self) {
+      row.tr.classList.toggle('jp-GpuMem-self', self);
     }
   }
 }

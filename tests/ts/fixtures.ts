@@ -20,3 +20,20 @@ export function malformed(): [string, unknown][] {
     .sort()
     .map(name => [name, JSON.parse(readFileSync(join(dir, name), 'utf8'))]);
 }
+
+/** What JupyterLab's nullTranslator does (Gettext.strfmt): %1 … %n filled in, the text as it is. */
+export function strfmt(message: string, ...args: unknown[]): string {
+  return message
+    .replace(/%%/g, '%% ')
+    .replace(/%(\d+)/g, (_, n) => String(args[Number(n) - 1]))
+    .replace(/%% /g, '%');
+}
+
+/** A bundle with no translations, as the sidebar gets without a language pack. */
+export const trans = { __: strfmt };
+
+/** A pseudo-language: every phrase comes back in ⟦brackets⟧, so a test sees which text went
+ * through the bundle and which did not. */
+export const bracketed = {
+  __: (message: string, ...args: unknown[]) => `⟦${strfmt(message, ...args)}⟧`
+};

@@ -2,41 +2,52 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-  NO_NOTEBOOK,
   breakdown,
+  budgetNote,
+  channelLine,
+  chartLabels,
+  chartName,
+  clock,
+  columnTitle,
   deviceLine,
   formatBytes,
-  formatMiB,
-  formatPercent,
   gpuOption,
   headline,
-  inUseLabel,
+  markTitle,
+  noNotebook,
   notebookLabel,
   overLine,
+  panelTitle,
   policyLine,
+  printable,
   processCells,
   processNote,
-  simulatedBanner
+  simulatedBanner,
+  statusText,
+  statusTooltip,
+  totalAbove,
+  uiText
 } from '../../labextension/src/format';
 import {
+  IGpu,
+  IProcess,
   ISampleMessage,
   PolicyState,
   parseMessage
 } from '../../labextension/src/protocol';
-import { fixture } from './fixtures';
+import { bracketed, fixture, trans } from './fixtures';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
+const S1 = (parseMessage(fixture('sample.json')) as ISampleMessage).sample;
+const LOST = (parseMessage(fixture('sample_lost_gpu.json')) as ISampleMessage)
+  .sample;
 
 test('bytes are shown as nvidia-smi counts them, and N/A is not zero', () => {
-  assert.equal(formatBytes(null), 'N/A');
-  assert.equal(formatBytes(0), '0 MiB');
-  assert.equal(formatBytes(380 * MiB), '380 MiB');
-  assert.equal(formatBytes(8192 * MiB), '8.0 GiB');
-  assert.equal(formatMiB(12000 * MiB), '12000 MiB');
-  assert.equal(formatMiB(null), 'N/A');
-  assert.equal(formatPercent(null), 'N/A');
-  assert.equal(formatPercent(163.5), '163.5%');
+  assert.equal(formatBytes(null, trans), 'N/A');
+  assert.equal(formatBytes(0, trans), '0 MiB');
+  assert.equal(formatBytes(380 * MiB, trans), '380 MiB');
+  assert.equal(formatBytes(8192 * MiB, trans), '8.0 GiB');
 });
 
 type HeadlineGpu = Parameters<typeof headline>[0];
@@ -47,21 +58,29 @@ function gpu(
   budgetBytes: number | null,
   inForce = true
 ): HeadlineGpu {
-  return { hidden: false, ownBytes, budgetBytes, inForce };
+  return {
+    index: 0,
+    lost: false,
+    hidden: false,
+    ownBytes,
+    budgetBytes,
+    inForce
+  };
 }
 
 const POLICY = { policy: 'fraction=0.5', takes: null };
 const NO_POLICY = { policy: null, takes: null };
 
 test('the headline reads "3.1 of 4.0 GiB budget (78%)"', () => {
-  assert.deepEqual(headline(gpu(3200 * MiB, 4 * GiB), POLICY), {
+  assert.deepEqual(headline(gpu(3200 * MiB, 4 * GiB), POLICY, trans), {
     text: '3.1 of 4.0 GiB budget (78%)',
     level: 'ok'
   });
 });
 
 test('the headline warns from 90% and errs above the budget', () => {
-  const level = (own: number) => headline(gpu(own, 4 * GiB), POLICY).level;
+  const level = (own: number) =>
+    headline(gpu(own, 4 * GiB), POLICY, trans).level;
   assert.equal(level(0.899 * 4 * GiB), 'ok');
   assert.equal(level(0.9 * 4 * GiB), 'warn');
   assert.equal(level(4 * GiB), 'warn');
@@ -70,49 +89,77 @@ test('the headline warns from 90% and errs above the budget', () => {
 
 test('small budgets are in MiB', () => {
   assert.equal(
-    headline(gpu(177 * MiB, 512 * MiB), POLICY).text,
+    headline(gpu(177 * MiB, 512 * MiB), POLICY, trans).text,
     '177 of 512 MiB budget (35%)'
   );
 });
 
 test('a budget the framework does not hold never reads as if it held', () => {
-  assert.deepEqual(headline(gpu(3200 * MiB, 4 * GiB, false), POLICY), {
+  assert.deepEqual(headline(gpu(3200 * MiB, 4 * GiB, false), POLICY, trans), {
     text: '3.1 of 4.0 GiB budget (78%, not in force)',
     level: 'ok'
   });
   assert.equal(
-    headline(gpu(4 * GiB + MiB, 4 * GiB, false), POLICY).level,
+    headline(gpu(4 * GiB + MiB, 4 * GiB, false), POLICY, trans).level,
     'error'
   );
   assert.equal(
-    headline(gpu(null, 4 * GiB, false), POLICY).text,
+    headline(gpu(null, 4 * GiB, false), POLICY, trans).text,
     "N/A of 4.0 GiB budget (not in force; the driver cannot tell this kernel's memory)"
   );
 });
 
-test('without a budget the headline says what the kernel says its framework takes', () => {
+test('without a budget the headline is this kernel’s memory and a quieter line says what its framework takes', () => {
   const takes =
     'TensorFlow takes nearly all the memory of every GPU it can see when it starts (and keeps it)';
+  const sample = { policy: null, takes };
+  assert.deepEqual(headline(gpu(1229 * MiB, null), sample, trans), {
+    text: '1.2 GiB used by this kernel',
+    level: 'ok'
+  });
   assert.equal(
-    headline(gpu(1229 * MiB, null), { policy: null, takes }).text,
-    `1.2 GiB used by this kernel; no budget set — ${takes}`
+    budgetNote({ ...gpu(1229 * MiB, null) }, sample, trans),
+    `No budget set — ${takes}`
   );
   assert.equal(
-    headline(gpu(null, null), NO_POLICY).text,
-    'N/A; no budget set — a framework takes its default amount when it starts'
+    headline(gpu(null, null), NO_POLICY, trans).text,
+    'N/A used by this kernel (the driver cannot tell)'
   );
-  assert.match(
-    headline(gpu(null, 4 * GiB), POLICY).text,
-    /^N\/A of 4\.0 GiB budget/
+  assert.equal(
+    budgetNote(gpu(null, null), NO_POLICY, trans),
+    'No budget set — a framework takes its default amount when it starts'
   );
+  assert.equal(budgetNote(gpu(null, 4 * GiB), POLICY, trans), null);
 });
 
 test('a GPU the policy hides says so instead of any figure', () => {
   const hidden = { ...gpu(0, null), hidden: true };
-  assert.deepEqual(headline(hidden, { policy: 'gpus=1', takes: null }), {
+  assert.deepEqual(headline(hidden, { policy: 'gpus=1' }, trans), {
     text: 'Hidden from this kernel by its policy (gpus=1)',
     level: 'ok'
   });
+  assert.equal(budgetNote(hidden, NO_POLICY, trans), null);
+});
+
+test('a lost GPU reads as lost, in the error colour, everywhere: headline, choice, device, status bar', () => {
+  const lost = LOST.gpus[1];
+  assert.deepEqual(headline(lost, LOST, trans), {
+    text: 'GPU 1 is lost: N/A',
+    level: 'error'
+  });
+  assert.equal(budgetNote(lost, LOST, trans), null);
+  assert.equal(breakdown(lost, LOST.framework, trans), null); // its budget has no figures
+  assert.equal(gpuOption(lost, trans), 'GPU 1: lost');
+  assert.equal(gpuOption({ ...lost, name: null }, trans), 'GPU 1: lost');
+  assert.equal(
+    deviceLine(lost, trans),
+    'GPU 1 NVIDIA A10: lost (fell off the bus; it needs a reset)'
+  );
+  assert.deepEqual(statusText(lost, trans), {
+    text: 'GPU lost',
+    level: 'error'
+  });
+  assert.doesNotMatch(headline(lost, LOST, trans).text, /0 MiB|no budget/);
 });
 
 test("the policy line shows the kernel's note, never a literal null", () => {
@@ -120,7 +167,7 @@ test("the policy line shows the kernel's note, never a literal null", () => {
     policyState: PolicyState | null,
     policyNote: string | null,
     policy: string | null = 'fraction=0.25'
-  ) => policyLine({ policy, policyState, policyNote });
+  ) => policyLine({ policy, policyState, policyNote }, trans);
   assert.deepEqual(
     line('recorded', 'applies when "import tensorflow" completes'),
     {
@@ -128,10 +175,6 @@ test("the policy line shows the kernel's note, never a literal null", () => {
       level: 'ok'
     }
   );
-  assert.deepEqual(line('in_force', 'in force in TensorFlow since 10:42:01'), {
-    text: 'Policy: fraction=0.25 — in force in TensorFlow since 10:42:01',
-    level: 'ok'
-  });
   const cpuOnly =
     'TensorFlow 2.20.0 is a CPU-only build (tensorflow-cpu), so it uses no GPU and the budget is not in force';
   assert.deepEqual(line('not_in_force', cpuOnly), {
@@ -155,105 +198,261 @@ test('the device line, the GPU choice and the simulated banner', () => {
     totalBytes: 40960 * MiB
   };
   assert.equal(
-    deviceLine(device),
+    deviceLine(device, trans),
     'GPU 0 · NVIDIA A100-SXM4-40GB · 16.1 GiB of 40.0 GiB used'
   );
   assert.equal(
-    deviceLine({ ...device, name: null, usedBytes: null }),
+    deviceLine({ ...device, name: null, usedBytes: null }, trans),
     'GPU 0 · unknown · N/A of 40.0 GiB used'
   );
   assert.equal(
-    deviceLine({ ...device, index: 1, lost: true }),
-    'GPU 1 NVIDIA A100-SXM4-40GB: lost (fell off the bus; it needs a reset)'
-  );
-  assert.equal(
-    deviceLine({ ...device, name: null, lost: true }),
+    deviceLine({ ...device, name: null, lost: true }, trans),
     'GPU 0: lost (fell off the bus; it needs a reset)'
   );
-  assert.equal(gpuOption(device), 'GPU 0: NVIDIA A100-SXM4-40GB');
-  assert.equal(gpuOption({ index: 3, name: null }), 'GPU 3: unknown');
+  assert.equal(gpuOption(device, trans), 'GPU 0: NVIDIA A100-SXM4-40GB');
   assert.equal(
-    simulatedBanner('/srv/scenarios/s1_two_gpus.scenario'),
+    gpuOption({ index: 3, name: null, lost: false }, trans),
+    'GPU 3: unknown'
+  );
+  assert.equal(
+    simulatedBanner('/srv/scenarios/s1_two_gpus.scenario', trans),
     'SIMULATED GPU — stand-in NVML (s1_two_gpus.scenario)'
   );
-  assert.equal(simulatedBanner(null), '');
+  assert.equal(simulatedBanner(null, trans), '');
 });
 
 test('the kernel line names the notebook and its kernel', () => {
   assert.equal(
-    notebookLabel('work/a.ipynb', 'Python 3 (ipykernel)'),
+    notebookLabel('work/a.ipynb', 'Python 3 (ipykernel)', trans),
     'work/a.ipynb — Python 3 (ipykernel)'
   );
-  assert.equal(notebookLabel('a.ipynb', null), 'a.ipynb — no kernel');
-  assert.match(NO_NOTEBOOK, /^Open a notebook/);
+  assert.equal(notebookLabel('a.ipynb', null, trans), 'a.ipynb — no kernel');
+  assert.match(noNotebook(trans), /^Open a notebook/);
 });
 
-test("over budget, the kernel's reason; the chart names the framework's line", () => {
+test('every state of the stream but streaming has its sentence', () => {
+  assert.equal(channelLine('streaming', '', trans), '');
+  assert.equal(channelLine('idle', '', trans), '');
   assert.equal(
-    overLine({ hidden: false, overReason: 'CUDA context: 504 MiB outside' }),
+    channelLine('restarting', '', trans),
+    'Kernel restarted — reconnecting…'
+  );
+  assert.equal(
+    channelLine('stalled', '7', trans),
+    'No figures from the kernel for 7 s — reconnecting…'
+  );
+  assert.equal(
+    channelLine('unsupported', 'R', trans),
+    'GPU memory is not supported for this kernel (R); it needs a Python kernel.'
+  );
+  assert.equal(
+    channelLine('failed', 'ValueError: no', trans),
+    'The kernel could not start the GPU memory stream: ValueError: no'
+  );
+  assert.match(channelLine('missing', '', trans), /is not installed/);
+  assert.match(channelLine('unreachable', 'timeout', trans), /timeout$/);
+  assert.match(channelLine('dead', '', trans), /has died/);
+  assert.equal(
+    channelLine('connecting', '', trans),
+    'Connecting to the kernel…'
+  );
+});
+
+test("over budget, the kernel's reason; the chart names its lines", () => {
+  assert.equal(
+    overLine(
+      { hidden: false, overReason: 'CUDA context: 504 MiB outside' },
+      trans
+    ),
     'Over budget: CUDA context: 504 MiB outside'
   );
-  assert.equal(overLine({ hidden: false, overReason: null }), null);
-  assert.equal(overLine({ hidden: true, overReason: 'stale' }), null);
-  assert.equal(inUseLabel('TensorFlow'), 'TensorFlow in use');
-  assert.equal(inUseLabel(null), 'Framework in use');
+  assert.equal(overLine({ hidden: false, overReason: null }, trans), null);
+  assert.equal(overLine({ hidden: true, overReason: 'stale' }, trans), null);
+  assert.equal(chartLabels('TensorFlow', trans).framework, 'TensorFlow in use');
+  assert.equal(chartLabels(null, trans).framework, 'framework in use');
+  assert.equal(totalAbove(40960 * MiB, trans), 'device total 40.0 GiB ↑');
 });
 
-test('a process row is text as the driver and host gave it, N/A where unknown', () => {
-  const [, gpu1] = (parseMessage(fixture('sample.json')) as ISampleMessage)
-    .sample.gpus;
-  assert.deepEqual(gpu1.processes!.map(processCells), [
-    ['4242', 'python (this kernel)', 'alice', '4200 MiB', '98.2%'],
-    ['1204', 'dwm.exe', '', 'N/A', 'N/A'],
-    ['6200', '<img src=x onerror=alert(1)>', 'mallory', '380 MiB', '0.0%']
-  ]);
-  assert.deepEqual(
-    processCells({
-      pid: 7,
-      name: null,
-      user: null,
-      usedBytes: null,
-      cpuPercent: null,
-      self: false
-    }),
-    ['7', '?', '', 'N/A', 'N/A']
-  );
+test('times have seconds where they are asked for: the hover, the marks', () => {
+  const t = new Date(2025, 10, 21, 9, 5, 7).getTime();
+  assert.equal(clock(t, true), '09:05:07');
+  assert.equal(clock(t, false), '09:05');
   assert.equal(
-    processNote({ lost: true, processesKnown: false }),
+    markTitle(t, 'CUDA context', trans),
+    'Over budget from 09:05:07: CUDA context'
+  );
+  assert.equal(markTitle(t, null, trans), 'Over budget from 09:05:07');
+});
+
+const PROCESS: IProcess = {
+  pid: 7,
+  name: null,
+  user: null,
+  usedBytes: null,
+  cpuPercent: null,
+  cpuPending: false,
+  self: false
+};
+
+test('a process row is text as the driver and host gave it, N/A in every empty cell', () => {
+  const [, gpu1] = S1.gpus;
+  assert.deepEqual(
+    gpu1.processes!.map(p => {
+      const c = processCells(p, trans);
+      return [c.pid, c.name, c.badge, c.user, c.usedBytes, c.cpuPercent];
+    }),
+    [
+      ['4242', 'python', 'this kernel', 'alice', '4200', '98.2'],
+      ['1204', 'dwm.exe', '', 'N/A', 'N/A', 'N/A'],
+      ['6200', '<img src=x onerror=alert(1)>', '', 'mallory', '380', '0.0']
+    ]
+  );
+  const unknown = processCells(PROCESS, trans);
+  assert.deepEqual(
+    [unknown.name, unknown.user, unknown.usedBytes, unknown.cpuPercent],
+    ['N/A', 'N/A', 'N/A', 'N/A']
+  );
+  assert.equal(unknown.nameTitle, 'N/A (PID 7, user N/A)');
+});
+
+test('"CPU not measured yet" is not N/A', () => {
+  const pending = processCells(
+    { ...PROCESS, user: 'alice', cpuPending: true },
+    trans
+  );
+  assert.equal(pending.cpuPercent, '…');
+  assert.equal(pending.cpuTitle, 'CPU not measured yet');
+  const hidden = processCells(PROCESS, trans);
+  assert.equal(hidden.cpuPercent, 'N/A');
+  assert.match(hidden.cpuTitle, /cannot see/);
+  // A figure wins over a stale "pending".
+  assert.equal(
+    processCells({ ...PROCESS, cpuPercent: 3, cpuPending: true }, trans)
+      .cpuPercent,
+    '3.0'
+  );
+});
+
+test('names keep their spaces; control characters show as escapes, so a row stays one line', () => {
+  assert.equal(printable('my  job  '), 'my  job  ');
+  assert.equal(printable('a\nb\tc\u0007'), 'a\\nb\\tc\\x07');
+  const cells = processCells(
+    { ...PROCESS, name: 'train\nrm -rf', user: 'bo b' },
+    trans
+  );
+  assert.equal(cells.name, 'train\\nrm -rf');
+  assert.equal(cells.user, 'bo b');
+});
+
+test('the process note: lost, or processes the driver does not list', () => {
+  assert.equal(
+    processNote({ lost: true, processesKnown: false }, trans),
     'This GPU is lost: no figures until it is reset.'
   );
   assert.equal(
-    processNote({ lost: false, processesKnown: false }),
+    processNote({ lost: false, processesKnown: false }, trans),
     'The driver does not list the processes on this GPU.'
   );
-  assert.equal(processNote({ lost: false, processesKnown: true }), null);
+  assert.equal(processNote({ lost: false, processesKnown: true }, trans), null);
 });
 
 test('the breakdown splits the budget into pool and what lies outside it', () => {
-  const [gpu0, gpu1] = (parseMessage(fixture('sample.json')) as ISampleMessage)
-    .sample.gpus;
+  const [gpu0, gpu1] = S1.gpus;
   assert.equal(
-    breakdown(gpu1, 'TensorFlow'),
+    breakdown(gpu1, 'TensorFlow', trans),
     'TensorFlow pool 3.6 GiB + 504 MiB outside it (measured) = 4.1 GiB'
   );
-  const planned = {
+  const planned: IGpu = {
     ...gpu1,
     poolKnown: false,
     overheadBytes: 400 * MiB,
-    overheadSource: 'estimated' as const
+    overheadSource: 'estimated'
   };
   assert.equal(
-    breakdown(planned, 'TensorFlow'),
+    breakdown(planned, 'TensorFlow', trans),
     'TensorFlow limit 3.6 GiB + 400 MiB set aside for CUDA and libraries (estimated)'
   );
   assert.equal(
-    breakdown({ ...planned, overheadSource: 'remembered' }, 'PyTorch'),
+    breakdown({ ...planned, overheadSource: 'remembered' }, 'PyTorch', trans),
     'PyTorch limit 3.6 GiB + 400 MiB set aside for CUDA and libraries (measured by an earlier kernel)'
   );
   assert.equal(
-    breakdown(planned, null), // several frameworks installed, none imported
+    breakdown(planned, null, trans), // several frameworks installed, none imported
     'Allocator limit 3.6 GiB + 400 MiB set aside for CUDA and libraries (estimated)'
   );
-  assert.equal(breakdown(gpu0, 'TensorFlow'), null); // hidden: no budget
-  assert.equal(breakdown({ ...gpu1, hidden: true }, 'TensorFlow'), null);
+  assert.equal(breakdown(gpu0, 'TensorFlow', trans), null); // hidden: no budget
+});
+
+test('the status bar reads "GPU 3.1/4.0 GiB" against the budget, "GPU 3.1 GiB" without one', () => {
+  assert.deepEqual(statusText(gpu(3200 * MiB, 4 * GiB), trans), {
+    text: 'GPU 3.1/4.0 GiB',
+    level: 'ok'
+  });
+  assert.deepEqual(statusText(gpu(3.7 * GiB, 4 * GiB), trans), {
+    text: 'GPU 3.7/4.0 GiB',
+    level: 'warn'
+  });
+  assert.equal(statusText(gpu(4.2 * GiB, 4 * GiB), trans).level, 'error');
+  assert.deepEqual(statusText(gpu(3200 * MiB, null), trans), {
+    text: 'GPU 3.1 GiB',
+    level: 'ok'
+  });
+  assert.equal(
+    statusText(gpu(177 * MiB, 512 * MiB), trans).text,
+    'GPU 177/512 MiB'
+  );
+  assert.equal(
+    statusText(gpu(null, 4 * GiB), trans).text,
+    'GPU N/A of 4.0 GiB'
+  );
+  assert.equal(statusText(gpu(null, null), trans).text, 'GPU N/A');
+});
+
+test('the status bar’s tooltip has the split and says what a click does', () => {
+  const gpu1 = S1.gpus[1];
+  assert.equal(
+    statusTooltip(gpu1, S1, trans),
+    [
+      '4.1 of 4.0 GiB budget (103%)',
+      'TensorFlow pool 3.6 GiB + 504 MiB outside it (measured) = 4.1 GiB',
+      `Over budget: ${gpu1.overReason}`,
+      'GPU 1 · NVIDIA GeForce GTX 1080 · 4.8 GiB of 8.0 GiB used',
+      'Click to open the GPU Memory panel.'
+    ].join('\n')
+  );
+});
+
+test('every phrase goes through the translation bundle', () => {
+  const t = bracketed;
+  const [, gpu1] = S1.gpus;
+  const lines: (string | null)[] = [
+    formatBytes(null, t),
+    panelTitle(t),
+    chartName(t),
+    noNotebook(t),
+    notebookLabel('a.ipynb', 'Python 3', t),
+    simulatedBanner('x.scenario', t),
+    channelLine('restarting', '', t),
+    gpuOption(gpu1, t),
+    deviceLine(gpu1, t),
+    headline(gpu1, S1, t).text,
+    headline(LOST.gpus[1], LOST, t).text,
+    budgetNote(gpu(0, null), NO_POLICY, t),
+    statusText(gpu1, t).text,
+    policyLine(S1, t)!.text,
+    overLine(gpu1, t),
+    breakdown(gpu1, 'TensorFlow', t),
+    markTitle(0, 'x', t),
+    totalAbove(GiB, t),
+    processNote({ lost: true, processesKnown: true }, t),
+    columnTitle('usedBytes', t),
+    ...Object.values(chartLabels('TensorFlow', t)),
+    ...Object.values(uiText(t)),
+    ...Object.values(processCells(PROCESS, t)).filter(
+      v => v !== '7' && v !== ''
+    )
+  ];
+  for (const line of lines) {
+    assert.match(line ?? 'null', /^⟦.*⟧$/s, `not translated: ${line}`);
+  }
 });

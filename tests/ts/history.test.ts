@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { pixelKey } from '../../labextension/src/chart';
 import {
   History,
   chooseGpu,
@@ -58,49 +57,80 @@ test('history is bounded by its capacity and keeps the newest samples', () => {
   assert.equal(history.latest!.t, 999);
 });
 
-function over(t: number, reason: string | null): ISample {
-  const sample = at(t, 4200);
+/** GPU B (budget 4096 MiB) with this kernel at `ownMiB`, and the kernel's reason when over:
+ * its text changes with the figures, as the kernel's does. */
+function over(
+  t: number,
+  ownMiB: number | null,
+  budgetMiB: number | null = 4096
+): ISample {
+  const sample = at(t, ownMiB);
   return {
     ...sample,
     gpus: sample.gpus.map(g =>
-      g.uuid === GPU_B ? { ...g, overReason: reason } : g
+      g.uuid === GPU_B
+        ? {
+            ...g,
+            budgetBytes: budgetMiB === null ? null : budgetMiB * MiB,
+            overReason:
+              ownMiB !== null && budgetMiB !== null && ownMiB > budgetMiB
+                ? `CUDA context: ${ownMiB - budgetMiB} MiB over`
+                : null
+          }
+        : g
     )
   };
 }
 
-test('over-budget moments are marked once per episode, and again when the reason changes', () => {
+const marks = (history: History) =>
+  history.series(GPU_B)!.marks.map(m => [m.t / 1000, m.reason]);
+
+test('a ramp through the budget makes one mark, though the reason changes every second', () => {
   const history = new History(100);
-  const reasons = [
-    null,
-    'context',
-    'context',
-    'context',
-    null,
-    'context',
-    'other'
-  ];
-  reasons.forEach((reason, t) => history.push(over(t, reason)));
-  assert.deepEqual(
-    history.series(GPU_B)!.marks.map(m => [m.t, m.reason, m.ownBytes]),
-    [
-      [1000, 'context', 4200 * MiB],
-      [5000, 'context', 4200 * MiB],
-      [6000, 'other', 4200 * MiB]
-    ]
-  );
+  for (let t = 0; t < 30; t++) {
+    history.push(over(t, 3000 + t * 100)); // over from t = 11 (4100 MiB) on
+  }
+  assert.deepEqual(marks(history), [[11, 'CUDA context: 4 MiB over']]);
+  assert.equal(history.series(GPU_B)!.marks[0].ownBytes, 4100 * MiB);
   assert.deepEqual(history.series(S1.gpus[0].uuid!)!.marks, []);
+});
+
+test('an episode ends only below 95% of the budget: a figure hovering at the budget is one mark', () => {
+  const history = new History(100);
+  const ownMiB = [4000, 4100, 4000, 4100, 3950, 4200, 3800, 4100, 4096, 4097];
+  ownMiB.forEach((own, t) => history.push(over(t, own)));
+  assert.deepEqual(marks(history), [
+    [1, 'CUDA context: 4 MiB over'],
+    [7, 'CUDA context: 4 MiB over'] // after 3800 MiB (93%)
+  ]);
+});
+
+test('N/A for a moment does not end an episode; the budget going away does', () => {
+  const history = new History(100);
+  [4200, null, 4200, 4200].forEach((own, t) => history.push(over(t, own)));
+  assert.equal(marks(history).length, 1);
+  history.push(over(4, 4200, null)); // policy reset: no budget
+  history.push(over(5, 4200));
+  assert.deepEqual(
+    marks(history).map(([t]) => t),
+    [0, 5]
+  );
+});
+
+test('a new stream (hello) starts counting episodes afresh', () => {
+  const history = new History(100);
+  history.push(over(0, 4200));
+  history.reset([over(10, 4200)]);
+  assert.deepEqual(marks(history), [[10, 'CUDA context: 104 MiB over']]);
 });
 
 test('marks older than the kept history are dropped with it', () => {
   const history = new History(8);
-  history.push(over(0, 'old'));
+  history.push(over(0, 4200));
   for (let t = 1; t < 40; t++) {
-    history.push(over(t, t === 39 ? 'new' : null));
+    history.push(over(t, t === 39 ? 4300 : 3000));
   }
-  assert.deepEqual(
-    history.series(GPU_B)!.marks.map(m => m.reason),
-    ['new']
-  );
+  assert.deepEqual(marks(history), [[39, 'CUDA context: 204 MiB over']]);
 });
 
 test('an N/A figure is a gap (NaN), never 0', () => {
@@ -138,6 +168,17 @@ test('buckets are aligned to time, so a new sample changes only the last point',
   assert.equal(after.own[after.own.length - 1], 5000 * MiB);
 });
 
+test('decimation starts where the chart does', () => {
+  const history = new History(100);
+  for (let i = 0; i < 100; i++) {
+    history.push(at(i, 1000 + i));
+  }
+  const shown = decimate(history.series(GPU_B)!, 10_000, 50_000);
+  assert.equal(shown.t[0], 59_000); // a bucket's point is at its last sample: 50–59 s
+  assert.equal(shown.own[0], 1059 * MiB);
+  assert.equal(shown.t.length, 5);
+});
+
 test('decimation keeps a gap where a whole bucket was N/A', () => {
   const history = new History(100);
   for (let i = 0; i < 100; i++) {
@@ -147,20 +188,6 @@ test('decimation keeps a gap where a whole bucket was N/A', () => {
   assert.equal(shown.t.length, 10);
   assert.ok(Number.isNaN(shown.own[5]));
   assert.equal(shown.own[4], 1000 * MiB);
-});
-
-test('the chart redraws only when a pixel would change', () => {
-  const history = new History(100);
-  for (let i = 0; i < 10; i++) {
-    history.push(at(i, 1000));
-  }
-  const key = () =>
-    pixelKey(decimate(history.series(GPU_B)!, 4000), 4000, 10 * MiB, 'w');
-  const first = key();
-  history.push(at(10, 1004)); // same bucket, less than a pixel more
-  assert.equal(key(), first);
-  history.push(at(11, 1020)); // two pixels more
-  assert.notEqual(key(), first);
 });
 
 test('at first look the panel shows the GPU with a budget, else the one in use, else the first', () => {

@@ -199,6 +199,37 @@ test('an older kernel without those fields still streams: no takes, no state, no
   assert.equal(sample.gpus[1].budgetBytes, 4096 * MiB);
 });
 
+test('a process the host sees but has not measured yet is told apart from N/A; an older kernel: never', () => {
+  const message = fixture('sample.json') as {
+    sample: { gpus: { processes: Json[] }[] };
+  };
+  const gpu1 = message.sample.gpus[1];
+  gpu1.processes = gpu1.processes.map((p, i) => ({
+    ...p,
+    cpu_percent: null,
+    cpu_pending: i === 0
+  }));
+  const processes = sampleOf(message).gpus[1].processes!;
+  assert.deepEqual(
+    processes.map(p => [p.cpuPercent, p.cpuPending]),
+    [
+      [null, true],
+      [null, false],
+      [null, false]
+    ]
+  );
+  const older = sampleOf(fixture('sample.json')).gpus[1].processes!;
+  assert.deepEqual(
+    older.map(p => p.cpuPending),
+    [false, false, false]
+  );
+  gpu1.processes[0].cpu_pending = 'soon';
+  assert.throws(
+    () => parseMessage(message),
+    /processes\[0\]\.cpu_pending is not true or false/
+  );
+});
+
 test('a policy state the protocol does not name, or a wrongly typed new field, drops the message', () => {
   const refused: [Json, RegExp][] = [
     [

@@ -2,12 +2,15 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { IProcess } from '../../labextension/src/protocol';
+import { columnTitle } from '../../labextension/src/format';
 import {
   COLUMNS,
   FIRST_SORT,
+  NUMERIC,
   nextSort,
   sortProcesses
 } from '../../labextension/src/table';
+import { trans } from './fixtures';
 
 const MiB = 1024 ** 2;
 
@@ -24,6 +27,7 @@ function process(
     user,
     usedBytes: usedMiB === null ? null : usedMiB * MiB,
     cpuPercent,
+    cpuPending: false,
     self: false
   };
 }
@@ -92,9 +96,10 @@ test('a second click on a column flips it; a new column starts largest first, na
   });
 });
 
-test('the columns are PID, name, user, GPU memory and CPU', () => {
+test('the columns are PID, name, user, GPU memory (MiB) and CPU, numbers right-aligned', () => {
   assert.deepEqual(
-    COLUMNS.map(([, title]) => title),
-    ['PID', 'Name', 'User', 'GPU mem', 'CPU']
+    COLUMNS.map(key => columnTitle(key, trans)),
+    ['PID', 'Name', 'User', 'MiB', 'CPU %']
   );
+  assert.deepEqual(NUMERIC, ['pid', 'usedBytes', 'cpuPercent']);
 });

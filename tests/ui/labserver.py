@@ -67,7 +67,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def write_notebook(path: Path, cells: list[str]) -> None:
+def write_notebook(path: Path, cells: list[str], kernel: str = "python3") -> None:
     path.write_text(
         json.dumps(
             {
@@ -75,7 +75,7 @@ def write_notebook(path: Path, cells: list[str]) -> None:
                     {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": c}
                     for c in cells
                 ],
-                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                "metadata": {"kernelspec": {"name": kernel, "display_name": kernel, "language": "python"}},
                 "nbformat": 4,
                 "nbformat_minor": 5,
             }
@@ -89,8 +89,8 @@ KERNEL_IDLE = """() => {
 }"""
 
 
-def open_notebook(page: Page, lab: Lab, name: str, cells: list[str]) -> None:
-    write_notebook(lab.root / name, cells)
+def open_notebook(page: Page, lab: Lab, name: str, cells: list[str], kernel: str = "python3") -> None:
+    write_notebook(lab.root / name, cells, kernel)
     page.goto(lab.notebook_url(name))
     page.wait_for_function(KERNEL_IDLE, timeout=90_000)
 
@@ -109,6 +109,102 @@ def open_sidebar(page: Page) -> None:
     expect(page.locator("#jupyter-gpumem-panel")).to_be_visible()
 
 
+SIDEBAR_WIDTH = """async width => {
+  // The right side area's share of the main split panel, as dragging its handle would set it.
+  const split = window.jupyterapp.shell._hsplitPanel;
+  const panel = document.getElementById('jupyter-gpumem-panel');
+  for (let i = 0; i < 5 && Math.abs(panel.getBoundingClientRect().width - width) > 0.5; i++) {
+    const [left, main, right] = split.relativeSizes();
+    const wanted = right * (width / panel.getBoundingClientRect().width);
+    split.setRelativeSizes([left, main + right - wanted, wanted]);
+    await new Promise(resolve => setTimeout(resolve, 100));
+  }
+  return panel.getBoundingClientRect().width;
+}"""
+
+
+def set_sidebar_width(page: Page, width: int) -> None:
+    """Make the (open) GPU Memory panel ``width`` pixels wide."""
+    got = page.evaluate(SIDEBAR_WIDTH, width)
+    assert abs(got - width) <= 0.5, f"the panel is {got} px wide, not {width}"
+
+
+def set_theme(page: Page, dark: bool) -> None:
+    theme = "JupyterLab Dark" if dark else "JupyterLab Light"
+    page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{ theme: '{theme}' }})")
+    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{str(not dark).lower()}'")
+    # The theme's stylesheet is in once its variables are.
+    page.wait_for_function(
+        "dark => (getComputedStyle(document.body).getPropertyValue('--jp-layout-color1').trim() === 'white') !== dark",
+        arg=dark,
+    )
+    page.wait_for_timeout(500)  # the old theme's stylesheet goes a moment later
+
+
+# A kernel that cannot import jupyter_gpumem (as if it were not installed in its environment), and a
+# kernel that is not Python at all: both real kernels, started by the server from their kernelspecs.
+BLOCKER = """import sys
+
+
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name == "jupyter_gpumem" or name.startswith("jupyter_gpumem."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+sys.meta_path.insert(0, NotInstalled())
+"""
+
+ECHO_KERNEL = """from ipykernel.kernelapp import IPKernelApp
+from ipykernel.kernelbase import Kernel
+
+
+class EchoKernel(Kernel):
+    implementation = "echo"
+    implementation_version = "1.0"
+    language = "echo"
+    language_version = "1.0"
+    language_info = {"name": "echo", "mimetype": "text/plain", "file_extension": ".txt"}
+    banner = "Echo: prints each cell back"
+
+    async def do_execute(self, code, silent, store_history=True, user_expressions=None, allow_stdin=False, **kw):
+        if not silent:
+            self.send_response(self.iopub_socket, "stream", {"name": "stdout", "text": code})
+        return {"status": "ok", "execution_count": self.execution_count, "payload": [], "user_expressions": {}}
+
+
+if __name__ == "__main__":
+    IPKernelApp.launch_instance(kernel_class=EchoKernel)
+"""
+
+
+def write_kernelspecs(share: Path) -> None:
+    """``without-gpumem`` (Python, jupyter_gpumem not importable) and ``echo`` (not Python)."""
+    code = share / "code"
+    (code / "blocked").mkdir(parents=True)
+    (code / "blocked" / "sitecustomize.py").write_text(BLOCKER)
+    (code / "echo").mkdir()
+    (code / "echo" / "echo_kernel.py").write_text(ECHO_KERNEL)
+    specs = {
+        "without-gpumem": {
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (without jupyter-gpumem)",
+            "language": "python",
+            "env": {"PYTHONPATH": str(code / "blocked")},
+        },
+        "echo": {
+            "argv": [sys.executable, "-m", "echo_kernel", "-f", "{connection_file}"],
+            "display_name": "Echo",
+            "language": "echo",
+            "env": {"PYTHONPATH": str(code / "echo")},
+        },
+    }
+    for name, spec in specs.items():
+        folder = share / "kernels" / name
+        folder.mkdir(parents=True)
+        (folder / "kernel.json").write_text(json.dumps(spec))
+
+
 @contextmanager
 def running_lab(base: Path, scenario_text: str) -> Iterator[Lab]:
     """`jupyter lab` on a free port, its files under ``base``; its kernels read the stand-in NVML
@@ -120,6 +216,7 @@ def running_lab(base: Path, scenario_text: str) -> Iterator[Lab]:
     news = base / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True)
     news.write_text('{"fetchNews": "false"}')  # no "get notified about news?" toast over the screenshots
+    write_kernelspecs(base / "share")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_"))}
     env.update(
         {
@@ -127,6 +224,7 @@ def running_lab(base: Path, scenario_text: str) -> Iterator[Lab]:
             "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
             "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
             "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+            "JUPYTER_PATH": str(base / "share"),  # the test kernelspecs (write_kernelspecs)
             "XDG_CACHE_HOME": str(base / "cache"),  # the overhead cache: none from earlier runs
         }
     )

@@ -1,0 +1,105 @@
+/**
+ * The status-bar item: "GPU 3.1/4.0 GiB", the active notebook's kernel against its budget, in the
+ * headline's colours, the split in its tooltip; a click opens the panel. Hidden where there is
+ * nothing to show: no notebook, a kernel without jupyter-gpumem, a non-Python kernel, no GPU.
+ */
+
+import { TranslationBundle } from '@jupyterlab/translation';
+import { ISignal, Signal } from '@lumino/signaling';
+import { Widget } from '@lumino/widgets';
+
+import { STALE } from './channel';
+import { KernelFollower } from './follower';
+import { statusText, statusTooltip } from './format';
+import { chooseGpu, gpuKey } from './history';
+
+export class GpuMemStatus extends Widget {
+  private _frame = 0;
+  private _active = false;
+  private _activeChanged = new Signal<this, void>(this);
+
+  constructor(
+    readonly kernels: KernelFollower,
+    private readonly _trans: TranslationBundle,
+    open: () => void
+  ) {
+    super();
+    this.addClass('jp-StatusBar-TextItem');
+    this.addClass('jp-GpuMem-status-item');
+    this.node.setAttribute('role', 'button');
+    this.node.tabIndex = 0;
+    this.node.addEventListener('click', open);
+    this.node.addEventListener('keydown', event => {
+      if (event.key === 'Enter' || event.key === ' ') {
+        event.preventDefault();
+        open();
+      }
+    });
+    kernels.changed.connect(this._schedule, this);
+    kernels.demand(this, true); // the item shows figures without the panel open
+    this.render();
+  }
+
+  /** Whether the status bar shows the item (JupyterLab's IStatusBar.IItem.isActive). */
+  get isActive(): boolean {
+    return this._active;
+  }
+
+  get activeStateChanged(): ISignal<this, void> {
+    return this._activeChanged;
+  }
+
+  /** Render now; also what the benchmark times. */
+  render(): void {
+    const channel = this.kernels.current;
+    const latest = channel?.history.latest ?? null;
+    const live =
+      channel !== null &&
+      (channel.state === 'streaming' || STALE.includes(channel.state));
+    const gpus = latest?.problem ? [] : (latest?.gpus ?? []);
+    const key = live ? chooseGpu(gpus, channel.gpu) : null;
+    const gpu = key === null ? null : gpus.find(g => gpuKey(g) === key)!;
+    this._setActive(gpu !== null);
+    if (gpu === null || latest === null) {
+      return;
+    }
+    const stale = STALE.includes(channel!.state);
+    const { text, level } = statusText(gpu, this._trans);
+    const node = this.node;
+    if (node.textContent !== text) {
+      node.textContent = text;
+    }
+    const shown = stale ? 'stale' : level;
+    if (node.dataset.level !== shown) {
+      node.dataset.level = shown;
+    }
+    const title = statusTooltip(gpu, latest, this._trans);
+    if (node.title !== title) {
+      node.title = title;
+    }
+  }
+
+  dispose(): void {
+    if (this._frame) {
+      cancelAnimationFrame(this._frame);
+    }
+    this.kernels.demand(this, false);
+    super.dispose();
+  }
+
+  private _schedule(): void {
+    if (!this._frame) {
+      this._frame = requestAnimationFrame(() => {
+        this._frame = 0;
+        this.render();
+      });
+    }
+  }
+
+  private _setActive(active: boolean): void {
+    if (active !== this._active) {
+      this._active = active;
+      this._activeChanged.emit();
+    }
+  }
+}

@@ -1,0 +1,223 @@
+"""The GPU Memory panel as a core panel: at the default sidebar width (250 px) and at 600 px, in the
+light and dark themes; a lost GPU; the chart's scales and marks over a training ramp. Screenshots of
+each go to tests/artifacts/."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from checks import contrast, layout
+from labserver import ARTIFACTS, Lab, open_notebook, open_sidebar, run_cell, set_sidebar_width, set_theme
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.browser
+
+MiB = 1024**2
+GiB = 1024**3
+A100 = 'gpu name="NVIDIA A100-SXM4-40GB" uuid=GPU-5e5e5e5e-0000-4000-8000-000000000001 total=40960MiB cc=8.0'
+T4 = 'gpu name="NVIDIA T4" uuid=GPU-5e5e5e5e-0000-4000-8000-000000000002 total=15360MiB cc=7.5 mig=unsupported'
+
+# Twelve processes on GPU 0: this kernel at 93% of a 20 GiB budget, a long name, spaces in a name, a
+# process the driver cannot name, the hostile name; the T4 for the GPU choice.
+OTHERS = [
+    (31337, 12000, "python3.11-train-resnet50-imagenet"),
+    (31338, 1024, "<img src=x onerror=alert(1)>"),
+    (31339, 900, "my  training job"),
+    (4194301, 800, None),  # no process can have this PID here: nothing names it
+    *[(31341 + i, 100 + 50 * i, "python3") for i in range(7)],
+]
+
+
+def twelve(own_mib: int, lost_t4: bool = False) -> str:
+    procs = "".join(
+        f"proc gpu=0 pid={pid} used={mib}MiB" + ("" if name is None else f' name="{name}"') + "\n"
+        for pid, mib, name in OTHERS
+    )
+    used = own_mib + sum(mib for _, mib, _ in OTHERS)
+    return (
+        "driver version=550.54.15 cuda=12040\n"
+        f"{A100} used={used}MiB util=71\n"
+        f"{T4} used=5600MiB util=12" + (" lost=1" if lost_t4 else "") + "\n"
+        f"proc gpu=0 pid=self used={own_mib}MiB name=python\n"
+        + procs
+        + "proc gpu=1 pid=31399 used=5500MiB name=python3\n"
+    )
+
+
+def start(page: Page, lab: Lab, name: str, scenario: str) -> None:
+    lab.set_scenario(scenario)
+    open_notebook(page, lab, name, ["%load_ext jupyter_gpumem\n%gpumem fraction=0.5 framework=tensorflow"])
+    assert "recorded" in run_cell(page, 0)
+    open_sidebar(page)
+
+
+def test_at_250_and_600_px_in_light_and_dark_nothing_scrolls_sideways_wraps_or_fails_contrast(
+    page: Page, lab: Lab
+) -> None:
+    start(page, lab, "look.ipynb", twelve(18944))
+    panel = page.locator("#jupyter-gpumem-panel")
+    headline = panel.locator(".jp-GpuMem-headline")
+    expect(headline).to_have_text("18.5 of 20.0 GiB budget (93%, not in force)")
+    expect(panel.locator(".jp-GpuMem-processes tbody tr")).to_have_count(12)
+    ARTIFACTS.mkdir(exist_ok=True)
+    for dark in (False, True):
+        set_theme(page, dark)
+        theme = "dark" if dark else "light"
+        for width in (250, 600):
+            where = f"{theme}, {width} px"
+            set_sidebar_width(page, width)
+            page.wait_for_timeout(300)  # a frame for the chart to follow its new size
+            got = layout(page)
+            assert got["width"] == width
+            for box in got["scrollers"]:  # no horizontal scrollbar anywhere
+                assert box["scrollWidth"] <= box["clientWidth"], f"{where}: {box}"
+            assert got["toolbarHeight"] <= 33, f"{where}: the toolbar wrapped"
+            # One 24 px line per row: nothing wrapped, the badge row included.
+            assert got["rowHeights"] == [24] * 12, f"{where}: {got['rowHeights']}"
+            # A narrow panel drops the user, then the PID; the CPU stays.
+            expected = ["name", "usedBytes", "cpuPercent"] if width == 250 else list(COLUMNS)
+            assert got["columns"] == expected, where
+            for cell in got["numeric"]:
+                assert cell["align"] == "right" and abs(cell["gap"]) <= 1, f"{where}: {cell}"
+                assert "tabular-nums" in cell["digits"], where
+            names = {n["text"]: n for n in got["names"]}
+            long = names["python3.11-train-resnet50-imagenet"]
+            assert long["overflow"] == "ellipsis" and long["title"].startswith(long["text"])
+            if width == 250:
+                assert long["cut"], f"{where}: the long name should be cut with an ellipsis"
+            assert "my  training job" in names and names["my  training job"]["space"] == "pre"
+            assert names["N/A"]["user"] == "N/A"  # a process the driver cannot name
+            assert all(n["weight"] == "400" for n in got["names"]), where  # only the badge is bold
+            assert [(b["text"], b["weight"], b["self"]) for b in got["badges"]] == [("this kernel", "600", True)]
+            assert got["header"] == {"weight": "600", "mainColour": True}, where
+            assert got["headline"]["size"] == got["uiFontSize"] and got["headline"]["weight"] == "600"
+            assert got["headline"]["level"] == "warn"
+            assert got["headline"]["contrast"] >= 4.5, f"{where}: warning text {got['headline']['contrast']:.2f}:1"
+            assert got["details"] == [True, True], f"{where}: details not in the secondary colour"
+            assert got["legend"]["height"] <= 18 and len(set(got["legend"]["tops"])) == 1, f"{where}: {got['legend']}"
+            assert contrast(page, ".jp-GpuMem-status-item") >= 4.5, f"{where}: the status bar's warning"
+            panel.screenshot(path=ARTIFACTS / f"sidebar-{theme}-{width}.png")
+            # Focusing a heading never scrolls the headline away.
+            panel.locator("th[data-key='cpuPercent']").focus()
+            assert (
+                page.evaluate("() => document.querySelector('#jupyter-gpumem-panel .jp-SidePanel-content').scrollLeft")
+                == 0
+            )
+            panel.locator("th[data-key='cpuPercent']").blur()
+            # Rows have a hover state, the theme's second layout colour.
+            row = panel.locator(".jp-GpuMem-processes tbody tr").nth(3)
+            row.hover()
+            assert page.evaluate(
+                """() => { const row = document.querySelectorAll('#jupyter-gpumem-panel tbody tr')[3];
+                   const probe = document.createElement('div');
+                   probe.style.background = 'var(--jp-layout-color2)';
+                   document.body.appendChild(probe);
+                   const same = getComputedStyle(row).backgroundColor === getComputedStyle(probe).backgroundColor;
+                   probe.remove();
+                   return same; }"""
+            ), f"{where}: no hover state"
+            page.mouse.move(0, 0)
+
+        # Over the budget: the error colours pass AA too.
+        lab.set_scenario(twelve(21504))
+        expect(headline).to_have_attribute("data-level", "error")
+        expect(panel.locator(".jp-GpuMem-reason")).to_be_visible()
+        for selector in (".jp-GpuMem-headline", ".jp-GpuMem-reason", ".jp-GpuMem-status-item"):
+            assert contrast(page, f"{selector}") >= 4.5, f"{theme}: {selector}"
+        lab.set_scenario(twelve(18944))
+        expect(headline).to_have_attribute("data-level", "warn")
+    set_theme(page, False)
+
+
+COLUMNS = ("pid", "name", "user", "usedBytes", "cpuPercent")
+
+
+def test_a_lost_gpu_reads_as_lost_not_as_an_empty_gpu(page: Page, lab: Lab) -> None:
+    start(page, lab, "lost.ipynb", twelve(3174, lost_t4=True))
+    panel = page.locator("#jupyter-gpumem-panel")
+    choice = panel.locator(".jp-SidePanel-toolbar select")
+    expect(choice.locator("option")).to_have_text(["GPU 0: NVIDIA A100-SXM4-40GB", "GPU 1: lost"])
+    choice.select_option(label="GPU 1: lost")
+    headline = panel.locator(".jp-GpuMem-headline")
+    expect(headline).to_have_text("GPU 1 is lost: N/A")
+    expect(headline).to_have_attribute("data-level", "error")
+    expect(panel.locator(".jp-GpuMem-note")).to_have_text("This GPU is lost: no figures until it is reset.")
+    expect(panel.locator(".jp-GpuMem-device")).to_contain_text("lost (fell off the bus; it needs a reset)")
+    for hidden in (".jp-GpuMem-chart", ".jp-GpuMem-legend", ".jp-GpuMem-processes", ".jp-GpuMem-budgetNote"):
+        expect(panel.locator(hidden)).to_be_hidden()
+    expect(panel).not_to_contain_text("0 MiB used by this kernel")
+    expect(panel).not_to_contain_text("no budget set")
+    # The status bar follows the GPU on show.
+    expect(page.locator(".jp-GpuMem-status-item")).to_have_text("GPU lost")
+    expect(page.locator(".jp-GpuMem-status-item")).to_have_attribute("data-level", "error")
+    for dark in (False, True):
+        set_theme(page, dark)
+        set_sidebar_width(page, 250)
+        assert contrast(page, ".jp-GpuMem-headline") >= 4.5
+        panel.screenshot(path=ARTIFACTS / f"sidebar-lost-gpu-{'dark' if dark else 'light'}-250.png")
+    set_theme(page, False)
+
+
+HOVER = """() => [...document.querySelectorAll('#jupyter-gpumem-panel .jp-GpuMem-hover > *')].map(n => n.textContent)"""
+
+
+def test_a_20_second_ramp_through_the_budget_fills_the_chart_and_makes_one_mark(page: Page, lab: Lab) -> None:
+    start(page, lab, "ramp.ipynb", twelve(3072))
+    set_sidebar_width(page, 250)
+    panel = page.locator("#jupyter-gpumem-panel")
+    expect(panel.locator(".jp-GpuMem-headline")).to_have_text("3.0 of 20.0 GiB budget (15%, not in force)")
+    # 3 → 23 GiB in 20 s, over the 20 GiB budget from 21 GiB on. Every reason the kernel gives on
+    # the way is kept, in order (its text may change with its MiB figures).
+    page.evaluate(
+        """() => { const node = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-reason');
+                   window.gpumemReasons = [];
+                   new MutationObserver(() => { const r = window.gpumemReasons;
+                     if (!node.hidden && r[r.length - 1] !== node.textContent) r.push(node.textContent); })
+                   .observe(node, { childList: true, characterData: true, subtree: true, attributes: true }); }"""
+    )
+    for second in range(21):
+        lab.set_scenario(twelve((3 + second) * 1024))
+        time.sleep(1)
+    expect(panel.locator(".jp-GpuMem-headline")).to_have_text("23.0 of 20.0 GiB budget (115%, not in force)")
+    time.sleep(3)  # and it stays over for a while
+    plot = panel.locator(".jp-GpuMem-plot")
+    x0, x1, top = (float(plot.get_attribute(a) or "nan") for a in ("data-x0", "data-x1", "data-y-top"))
+    # X: the data's span (about half a minute here), shown over the shortest range, two minutes.
+    assert x1 - x0 == 120_000
+    # Y: up to this kernel's peak (23 GiB) with a little room, not the device's 40 GiB.
+    assert 23 * GiB <= top <= 1.3 * 23 * GiB
+    expect(panel.locator(".jp-GpuMem-totalLabel")).to_have_text("device total 40.0 GiB ↑")
+    own = page.evaluate(
+        """() => { const plot = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
+                   const line = plot.querySelector('.jp-GpuMem-line.jp-mod-own').getBBox();
+                   const grid = plot.querySelector('.jp-GpuMem-grid').getBBox();
+                   return { width: line.width, height: line.height,
+                            plotWidth: grid.width, plotHeight: grid.height }; }"""
+    )
+    # The 20 s ramp takes a sixth of the width (not 4 px) and most of the height (not 5%).
+    assert own["width"] >= own["plotWidth"] * 20 / 120 - 2, own
+    assert own["height"] >= own["plotHeight"] * 0.6, own
+    marks = panel.locator(".jp-GpuMem-mark")
+    expect(marks).to_have_count(1)  # one episode, one mark, however often the kernel's reason is sent
+    reasons = page.evaluate("() => window.gpumemReasons")
+    first = reasons[0].removeprefix("Over budget: ")  # the mark keeps the reason its episode began with
+    expect(marks.locator("title")).to_have_text(re.compile(rf"^Over budget from \d\d:\d\d:\d\d: {re.escape(first)}$"))
+    print(f"reasons the kernel gave during the ramp: {reasons}")
+    # The hover, at the newest point: the time to the second and this kernel's figure.
+    box = plot.bounding_box()
+    assert box is not None
+    newest = page.evaluate(
+        """() => { const d = document.querySelector('#jupyter-gpumem-panel .jp-mod-own').getAttribute('d');
+                   return Number(d.trim().split(/[ML ]/).filter(Boolean).slice(-2)[0]); }"""
+    )
+    page.mouse.move(box["x"] + newest, box["y"] + box["height"] / 2)
+    expect(panel.locator(".jp-GpuMem-hover")).to_be_visible()
+    lines = page.evaluate(HOVER)
+    assert re.fullmatch(r"\d\d:\d\d:\d\d", lines[0]), lines
+    assert "this kernel23.00 GiB" in lines and "budget20.00 GiB" in lines, lines
+    expect(panel.locator(".jp-GpuMem-legendItem")).to_have_text(["this kernel", "others", "budget"])
+    panel.screenshot(path=ARTIFACTS / "sidebar-ramp-250.png")
+    page.mouse.move(0, 0)
+    expect(panel.locator(".jp-GpuMem-hover")).to_be_hidden()
