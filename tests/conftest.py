@@ -116,6 +116,8 @@ class Kernel:
             elif kind == "status" and content["execution_state"] == "idle":
                 break
         reply = self.client.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:  # e.g. a second kernel_info reply from
+            reply = self.client.get_shell_msg(timeout=timeout)  # wait_for_ready on a slow start
         return Reply("".join(stdout), "".join(stderr), reply["content"]["status"], error)
 
     def comm_message(self, kind: str, timeout: float = 30, **match: Any) -> dict[str, Any]:
