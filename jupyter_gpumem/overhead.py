@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .files import replace_json
 from .model import Device, Snapshot
 from .units import MiB
 
@@ -160,7 +160,8 @@ class Calibration:
             with _locked(self.path.with_name(self.path.name + ".lock")):
                 entries, _ = _read(self.path)
                 entries[key] = max(amount, entries.get(key, 0))
-                _replace(self.path, {"format": CACHE_FORMAT, "overhead_bytes": entries, "updated": time.time()})
+                data = {"format": CACHE_FORMAT, "overhead_bytes": entries, "updated": time.time()}
+                replace_json(self.path, data, indent=1, sort_keys=True)
             self._entries = entries
         except OSError as error:
             self.problem = self.problem or f"jupyter-gpumem could not save its overhead cache {self.path} ({error})."
@@ -196,19 +197,3 @@ def _locked(lock_path: Path) -> Iterator[None]:
         if fcntl is not None:
             fcntl.flock(handle, fcntl.LOCK_EX)
         yield  # the lock goes with the file handle
-
-
-def _replace(path: Path, data: dict[str, Any]) -> None:
-    """Write to a temporary file beside ``path``, then rename it over ``path``: readers see the old
-    file or the new one, never half of one."""
-    handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=1, sort_keys=True)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
