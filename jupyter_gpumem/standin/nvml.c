@@ -7,6 +7,9 @@
  * JUPYTER_GPUMEM_STANDIN_SCENARIO (format: docs/standin-nvml.md). The file is re-read whenever it
  * changes, checked at nvmlInit and nvmlDeviceGetCount, so a test may rewrite it while a kernel runs.
  *
+ * A scenario's `driver delay_ms=` makes every query sleep that long first: a slow driver, for the
+ * benchmarks that check nothing reads NVML where waiting would hurt (a server's event loop).
+ *
  * Build with -DSTANDIN_NO_V3 to imitate a driver older than R470 that lacks the _v3 process queries,
  * and with -DSTANDIN_NO_MIG to imitate one older than R450 that lacks the MIG queries.
  */
@@ -92,6 +95,7 @@ static int gpu_count, proc_count;
 static int driver_loaded = 1;
 static char driver_version[MAX_TEXT] = "535.104.05";
 static int cuda_version = 12020;
+static unsigned int delay_us; /* every query sleeps this long first; read without the lock, so atomically */
 
 static int init_count;
 static struct stat loaded_stat;
@@ -209,6 +213,7 @@ static void parse_line(const char *line) {
             if (strcmp(key, "version") == 0) snprintf(driver_version, MAX_TEXT, "%s", value);
             else if (strcmp(key, "cuda") == 0) cuda_version = atoi(value);
             else if (strcmp(key, "loaded") == 0) driver_loaded = atoi(value);
+            else if (strcmp(key, "delay_ms") == 0) __atomic_store_n(&delay_us, (unsigned int)(atof(value) * 1000.0), __ATOMIC_RELAXED);
         } else if (strcmp(kind, "mig") == 0 && !dev && strcmp(key, "parent") == 0) {
             int parent = atoi(value);
             if (parent < 0 || parent >= MAX_GPUS) return;
@@ -244,6 +249,7 @@ static void reset_scenario(void) {
     driver_loaded = 1;
     snprintf(driver_version, MAX_TEXT, "%s", "535.104.05");
     cuda_version = 12020;
+    __atomic_store_n(&delay_us, 0u, __ATOMIC_RELAXED);
     for (int g = 0; g < MAX_GPUS; g++) {
         gpus[g].present = 0;
         for (int s = 0; s < MAX_MIG; s++) migs[g][s].present = 0;
@@ -277,6 +283,12 @@ static int refresh_scenario(void) {
 }
 
 /* ---------------------------------------------------------------- entry points */
+
+/* A slow driver (scenario `driver delay_ms=`): the query waits before it takes the lock. */
+static void slow_down(void) {
+    unsigned int us = __atomic_load_n(&delay_us, __ATOMIC_RELAXED);
+    if (us) usleep(us);
+}
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -332,6 +344,7 @@ static void copy_text(char *out, unsigned int length, const char *text, nvmlRetu
 
 EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
     nvmlReturn_t ret = NVML_SUCCESS;
+    slow_down();
     pthread_mutex_lock(&lock);
     if (!init_count) ret = NVML_ERROR_UNINITIALIZED;
     else copy_text(version, length, driver_version, &ret);
@@ -349,6 +362,7 @@ EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *version) { return nvm
 
 EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length) {
     nvmlReturn_t ret = NVML_ERROR_NOT_FOUND;
+    slow_down();
     pthread_mutex_lock(&lock);
     if (!init_count) ret = NVML_ERROR_UNINITIALIZED;
     for (int i = 0; init_count && i < proc_count; i++) {
@@ -364,6 +378,7 @@ EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsig
 
 EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
     nvmlReturn_t ret = NVML_SUCCESS;
+    slow_down();
     pthread_mutex_lock(&lock);
     if (!init_count) ret = NVML_ERROR_UNINITIALIZED;
     else if (!count) ret = NVML_ERROR_INVALID_ARGUMENT;
@@ -375,6 +390,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
 
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, device_t **device) {
     nvmlReturn_t ret = NVML_SUCCESS;
+    slow_down();
     pthread_mutex_lock(&lock);
     if (!init_count) ret = NVML_ERROR_UNINITIALIZED;
     else if (!device || index >= (unsigned int)gpu_count) ret = NVML_ERROR_INVALID_ARGUMENT;
@@ -387,6 +403,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, device_t *
 /* Common checks for a per-device call; on success returns with the lock held. */
 static nvmlReturn_t enter(device_t *dev, int call) {
     nvmlReturn_t ret = NVML_SUCCESS;
+    slow_down();
     pthread_mutex_lock(&lock);
     if (!init_count) ret = NVML_ERROR_UNINITIALIZED;
     else if (!dev || !dev->present) ret = NVML_ERROR_INVALID_ARGUMENT;

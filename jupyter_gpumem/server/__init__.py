@@ -1,0 +1,66 @@
+"""The jupyter-gpumem Jupyter server extension: every kernel's GPU memory on the server's /metrics
+(Prometheus) and at /api/gpumem/v1 (JSON), without ever reading NVML on the event loop.
+
+Enabled on install (``jupyter-config/jupyter_server_config.d/jupyter_gpumem.json``); configured with
+``c.GpumemServer``. docs/server.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_server.utils import url_path_join
+from prometheus_client import REGISTRY
+from traitlets import Float
+from traitlets.config import Configurable
+
+from .._version import __version__ as __version__  # jupyter server extension list shows it
+from ..publish import HEARTBEAT_S
+from .api import PATH, GpumemHandler
+from .metrics import GpumemCollector
+from .watcher import Watcher
+
+# The running extension: one per process, as prometheus_client's default registry is.
+_running: tuple[Watcher, GpumemCollector] | None = None
+
+
+class GpumemServer(Configurable):
+    """Settings of the jupyter-gpumem server extension (``c.GpumemServer.interval_s = 2`` in
+    ``jupyter_server_config.py``). It only shows what kernels use and report; it limits nothing."""
+
+    interval_s = Float(
+        1.0,
+        min=0.1,
+        max=600.0,
+        help="""Seconds between two readings of NVML and the kernels' reports, on the extension's own thread.
+        /metrics and /api/gpumem/v1 answer with the latest reading; they never read NVML themselves.""",
+    ).tag(config=True)
+
+    stale_after_s = Float(
+        3 * HEARTBEAT_S,
+        min=1.5 * HEARTBEAT_S,
+        help=f"""A kernel's report older than this many seconds is called stale and its figures are not
+        shown. Kernels rewrite their report at least every {HEARTBEAT_S:g} s, busy or not.""",
+    ).tag(config=True)
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    return [{"module": "jupyter_gpumem.server"}]
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> None:
+    global _running
+    settings = GpumemServer(parent=serverapp)
+    watcher = Watcher(serverapp.kernel_manager, settings.interval_s, settings.stale_after_s, serverapp.log)
+    collector = GpumemCollector(lambda: watcher.published.rows)
+    if _running is not None:  # a second server in this process (tests): it takes over the registry
+        _running[0].stop()
+        REGISTRY.unregister(_running[1])
+    REGISTRY.register(collector)
+    _running = watcher, collector
+    route = url_path_join(serverapp.web_app.settings["base_url"], PATH)
+    serverapp.web_app.add_handlers(".*$", [(route, GpumemHandler, {"latest": lambda: watcher.published.body})])
+    watcher.start()
+    serverapp.log.info(
+        "jupyter-gpumem: GPU memory per kernel on /metrics and %s, read every %g s", route, settings.interval_s
+    )

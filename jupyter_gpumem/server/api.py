@@ -1,0 +1,98 @@
+"""``GET /api/gpumem/v1``: the View as JSON, schema version 1 (docs/server.md).
+
+The body is encoded on the extension's thread, once per reading; the handler only writes the latest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from tornado import web
+
+from .._version import __version__
+from .view import View
+
+VERSION = 1
+PATH = "/api/gpumem/v1"
+
+
+def encode(view: View, interval_s: float) -> bytes:
+    """The JSON body for a View."""
+    body: dict[str, Any] = {
+        "version": VERSION,
+        "package_version": __version__,
+        "interval_s": interval_s,
+        "t": view.t,
+        "problem": view.problem,
+        "driver_version": view.driver_version,
+        "simulated": view.simulated,
+        "gpus": [
+            {
+                "index": g.index,
+                "uuid": g.uuid,
+                "name": g.name,
+                "lost": g.lost,
+                "total_bytes": g.total_bytes,
+                "used_bytes": g.used_bytes,
+                "utilization_percent": g.utilization_percent,
+                "processes_known": g.processes_known,
+                "other_processes": g.other_processes,
+                "other_bytes": g.other_bytes,
+            }
+            for g in view.gpus
+        ],
+        "kernels": [
+            {
+                "id": k.id,
+                "pid": k.pid,
+                "status": k.status,
+                "report_age_s": k.report_age_s,
+                "package_version": k.package_version,
+                "policy": k.policy,
+                "policy_state": k.policy_state,
+                "policy_note": k.policy_note,
+                "framework": k.framework,
+                "framework_started": k.framework_started,
+                "oom_errors_total": k.oom_errors_total,
+                "ceiling": {"max_fraction": k.max_fraction, "max_limit_bytes": k.max_limit_bytes},
+                "gpus": [
+                    {
+                        "index": g.index,
+                        "uuid": g.uuid,
+                        "used_bytes": g.used_bytes,
+                        "budget_bytes": g.budget_bytes,
+                        "in_force": g.in_force,
+                        "over_budget": g.over_budget,
+                        "pool_bytes": g.pool_bytes,
+                        "pool_known": g.pool_known,
+                        "overhead_bytes": g.overhead_bytes,
+                        "overhead_source": g.overhead_source,
+                        "framework_bytes": g.framework_bytes,
+                        "framework_peak_bytes": g.framework_peak_bytes,
+                    }
+                    for g in k.gpus
+                ],
+            }
+            for k in view.kernels
+        ],
+    }
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+class GpumemHandler(APIHandler):
+    # jupyter_server's authorizer is asked for "read" on "gpumem"; JupyterHub's default token scopes
+    # (access:servers) allow it, and a finer authorizer can grant it alone.
+    auth_resource = "gpumem"
+
+    def initialize(self, latest: Callable[[], bytes]) -> None:
+        self._latest = latest
+
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.finish(self._latest())

@@ -1,0 +1,250 @@
+"""What the server knows of its GPUs and kernels at one moment: one immutable View per interval.
+
+Three sources, each for what it knows best. The server's own NVML reading says how much memory each
+process holds, as nvidia-smi counts it. The kernel manager says which processes are which kernels.
+Each kernel's report (publish.py) says its budget, policy, framework and allocator figures. The
+metrics and the JSON API only render a View; they never read or decide anything themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..model import Device, Snapshot
+
+Status = Literal["reporting", "stale", "not_reporting"]
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    index: int
+    uuid: str | None
+    name: str | None
+    lost: bool
+    total_bytes: int | None
+    used_bytes: int | None
+    utilization_percent: int | None
+    processes_known: bool  # False: the driver refused the process query, so nothing per process is known
+    other_processes: int | None  # processes of none of this server's kernels
+    other_bytes: int | None  # their memory; None when the driver cannot tell for one of them (N/A)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelGpu:
+    """One kernel on one GPU: NVML's figure for its processes, and what its report says."""
+
+    index: int
+    uuid: str
+    used_bytes: int | None  # its processes as nvidia-smi counts them; None: none listed, or N/A
+    budget_bytes: int | None
+    in_force: bool
+    over_budget: bool | None  # used_bytes > budget_bytes; None unless both are known
+    pool_bytes: int | None
+    pool_known: bool
+    overhead_bytes: int | None
+    overhead_source: str | None
+    framework_bytes: int | None
+    framework_peak_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    id: str
+    pid: int | None  # the kernel manager's
+    status: Status  # reporting: its report is fresh; stale: too old to use; not_reporting: none (or unreadable)
+    report_age_s: float | None
+    package_version: str | None
+    policy: str | None
+    policy_state: str | None
+    policy_note: str | None
+    framework: str | None
+    framework_started: bool
+    oom_errors_total: int | None
+    max_fraction: float | None
+    max_limit_bytes: int | None
+    gpus: tuple[KernelGpu, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    t: float | None  # when the server read NVML (time.time()); None before its first reading
+    problem: str | None  # NVML could not be read at all: the sentence why
+    driver_version: str | None
+    simulated: str | None  # the stand-in NVML's scenario, never a real driver
+    gpus: tuple[Gpu, ...]
+    kernels: tuple[Kernel, ...]
+
+
+EMPTY = View(t=None, problem=None, driver_version=None, simulated=None, gpus=(), kernels=())
+
+
+@dataclass(frozen=True, slots=True)
+class KernelSource:
+    """What the server's thread found for one kernel before it makes the View."""
+
+    id: str
+    pid: int | None  # from the kernel manager
+    report: Any  # its report file's JSON; None when there is none or it could not be read
+
+
+def make_view(snapshot: Snapshot, kernels: Sequence[KernelSource], now: float, stale_after_s: float) -> View:
+    """The View of one NVML snapshot and the kernels' reports read just after it."""
+    reports = {k.id: _judge(k.report, now, stale_after_s) for k in kernels}
+    owner: dict[int, str] = {}  # pid -> kernel id
+    for kernel in kernels:
+        status, report = reports[kernel.id]
+        # The manager's pid, and the kernel's own word for it (they differ when a wrapper started it).
+        for pid in (kernel.pid, _int(report, "pid") if status == "reporting" else None):
+            if pid is not None:
+                owner.setdefault(pid, kernel.id)
+    held = [_held(device, owner) for device in snapshot.devices]
+    return View(
+        t=snapshot.taken_at,
+        problem=snapshot.problem,
+        driver_version=snapshot.driver_version,
+        simulated=snapshot.simulated_scenario,
+        gpus=tuple(_gpu(device, by) for device, by in zip(snapshot.devices, held, strict=True)),
+        kernels=tuple(
+            _kernel(kernel, reports[kernel.id], snapshot.devices, held, now)
+            for kernel in sorted(kernels, key=lambda k: k.id)
+        ),
+    )
+
+
+def _held(device: Device, owner: Mapping[int, str]) -> dict[str | None, list[int | None]]:
+    """The memory of the GPU's processes by kernel id; None: those of no kernel of this server."""
+    held: dict[str | None, list[int | None]] = {}
+    for process in device.processes:
+        held.setdefault(owner.get(process.pid), []).append(process.used_bytes)
+    return held
+
+
+def _judge(data: Any, now: float, stale_after_s: float) -> tuple[Status, Mapping[str, Any]]:
+    """Whether a kernel's report can be used, and the report."""
+    if not isinstance(data, dict) or data.get("protocol") != 1 or data.get("type") != "report":
+        return "not_reporting", {}
+    t = _number(data, "t")
+    if t is None or not isinstance(data.get("sample"), dict):
+        return "not_reporting", {}
+    return ("stale" if now - t > stale_after_s else "reporting"), data
+
+
+def _gpu(device: Device, held: Mapping[str | None, list[int | None]]) -> Gpu:
+    others = held.get(None, [])
+    known = device.processes_known and not device.lost
+    return Gpu(
+        index=device.index,
+        uuid=device.uuid,
+        name=device.name,
+        lost=device.lost,
+        total_bytes=device.total_bytes,
+        used_bytes=device.used_bytes,
+        utilization_percent=device.utilization_percent,
+        processes_known=known,
+        other_processes=len(others) if known else None,
+        other_bytes=_total(others) if known else None,
+    )
+
+
+def _kernel(
+    source: KernelSource,
+    judged: tuple[Status, Mapping[str, Any]],
+    devices: Sequence[Device],
+    held: Sequence[Mapping[str | None, list[int | None]]],
+    now: float,
+) -> Kernel:
+    status, report = judged
+    fresh = report if status == "reporting" else {}  # a stale report's figures are not shown as current
+    sample = _mapping(fresh, "sample")
+    ceiling = _mapping(fresh, "ceiling")
+    gpus = sample.get("gpus")
+    said = (
+        {g["uuid"]: g for g in gpus if isinstance(g, dict) and isinstance(g.get("uuid"), str)}
+        if isinstance(gpus, list)
+        else {}
+    )
+    t = _number(report, "t")
+    return Kernel(
+        id=source.id,
+        pid=source.pid,
+        status=status,
+        report_age_s=None if t is None else round(max(0.0, now - t), 3),
+        package_version=_str(fresh, "package_version"),
+        policy=_str(sample, "policy"),
+        policy_state=_str(sample, "policy_state"),
+        policy_note=_str(sample, "policy_note"),
+        framework=_str(sample, "framework"),
+        framework_started=sample.get("framework_started") is True,
+        oom_errors_total=_int(fresh, "oom_errors_total"),
+        max_fraction=_number(ceiling, "max_fraction"),
+        max_limit_bytes=_int(ceiling, "max_limit_bytes"),
+        gpus=tuple(
+            row
+            for device, by in zip(devices, held, strict=True)
+            if (row := _kernel_gpu(device, by.get(source.id, []), said.get(device.uuid, {}))) is not None
+        ),
+    )
+
+
+def _kernel_gpu(device: Device, own: list[int | None], said: Mapping[str, Any]) -> KernelGpu | None:
+    """The kernel's row on a GPU where it is: NVML lists a process of it there, or its framework reports
+    allocator figures for it. None elsewhere, even with a budget there: a row where it holds nothing tells
+    nothing, and every row costs the server's event loop at each scrape (metrics.py). ``own``: the memory
+    of its processes there."""
+    if device.lost or device.uuid is None:
+        return None
+    pool_known = said.get("pool_known") is True
+    framework = _int(said, "framework_bytes")
+    if not own and framework is None and not pool_known:
+        return None
+    budget = _int(said, "budget_bytes")
+    # No process listed is not 0: NVML lists none where the kernel holds nothing, and also where its PID is
+    # not the one the driver sees (a container without the host's PID namespace).
+    used = _total(own) if own else None
+    return KernelGpu(
+        index=device.index,
+        uuid=device.uuid,
+        used_bytes=used,
+        budget_bytes=budget,
+        in_force=said.get("in_force") is True,
+        over_budget=None if used is None or budget is None else used > budget,
+        pool_bytes=_int(said, "pool_bytes"),
+        pool_known=pool_known,
+        overhead_bytes=_int(said, "overhead_bytes"),
+        overhead_source=_str(said, "overhead_source"),
+        framework_bytes=framework,
+        framework_peak_bytes=_int(said, "framework_peak_bytes"),
+    )
+
+
+def _total(figures: Sequence[int | None]) -> int | None:
+    """The sum, or None when one of them is not known: a partial sum would pass for the whole."""
+    return None if None in figures else sum(f or 0 for f in figures)
+
+
+# A report is another process's file: every field is checked for its type, and a wrong one is "not known".
+
+
+def _mapping(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _int(data: Mapping[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _number(data: Mapping[str, Any], key: str) -> float | None:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _str(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) else None
