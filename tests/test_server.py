@@ -150,6 +150,9 @@ def expected_samples(scene: Scene, b_used_gpu0: float | None = 1000 * MiB) -> di
         rows.append(("jupyter_gpumem_kernel_budget_bytes", labels, budget))
         over = None if used is None or budget is None else int(used > budget)
         rows.append(("jupyter_gpumem_kernel_over_budget", labels, over))
+        if kernel != c:  # the reporting kernels see their own PID in NVML's list: exact, and %gpumem's limit
+            rows.append(("jupyter_gpumem_kernel_own_memory_bytes", {**labels, "source": "exact"}, used))
+            rows.append(("jupyter_gpumem_kernel_limit_info", {**labels, "kind": "cooperative", "hard": "false"}, 1))
     return {(name, frozenset(labels.items())): value for name, labels, value in rows if value is not None}
 
 
@@ -345,6 +348,9 @@ def test_a_reports_allocator_figures_become_metrics_that_promtool_accepts() -> N
             "overhead_source": "measured"}  # fmt: skip
     on_gpu1 = {**said, "uuid": GPU1, "framework_bytes": GiB}
     on_gpu2 = {"uuid": gpu2.uuid, "budget_bytes": 4 * GiB, "in_force": True, "pool_bytes": 3 * GiB}  # not started there
+    # In a container the kernel attributes its memory on GPU 1 itself (matched), and MPS holds it hard there.
+    on_gpu1.update(own_bytes=int(1.6 * GiB), own_source="matched", limit_kind="mps", limit_hard=True)
+    said.update(own_bytes=5 * GiB, own_source="exact", limit_kind="cooperative", limit_hard=False)
     sample = {"framework": "TensorFlow", "framework_started": True, "gpus": [said, on_gpu1, on_gpu2]}
     report = {"protocol": 1, "type": "report", "pid": 4242, "t": 999.0, "oom_errors_total": 2,
               "ceiling": {"max_fraction": None, "max_limit_bytes": 20 * GiB}, "sample": sample}  # fmt: skip
@@ -364,6 +370,10 @@ def test_a_reports_allocator_figures_become_metrics_that_promtool_accepts() -> N
     on_gpu1_labels = frozenset({"kernel_id": "k1", **gpu(GPU1)}.items())
     assert found[("jupyter_gpumem_kernel_allocator_used_bytes", on_gpu1_labels)] == GiB
     assert ("jupyter_gpumem_kernel_memory_used_bytes", on_gpu1_labels) not in found
+    assert found[("jupyter_gpumem_kernel_own_memory_bytes", on_gpu1_labels | {("source", "matched")})] == int(1.6 * GiB)
+    assert found[("jupyter_gpumem_kernel_own_memory_bytes", labels | {("source", "exact")})] == 5 * GiB
+    assert found[("jupyter_gpumem_kernel_limit_info", on_gpu1_labels | {("kind", "mps"), ("hard", "true")})] == 1
+    assert found[("jupyter_gpumem_kernel_limit_info", labels | {("kind", "cooperative"), ("hard", "false")})] == 1
     assert found[("jupyter_gpumem_kernel_ceiling_bytes", frozenset({"kernel_id": "k1"}.items()))] == 20 * GiB
     assert found[("jupyter_gpumem_kernel_oom_errors_total", frozenset({"kernel_id": "k1"}.items()))] == 2
     promtool = shutil.which("promtool")

@@ -101,9 +101,21 @@ ALLOCATOR_POOL = Family(
     "Bytes the framework's allocator has reserved from the GPU, where the framework tells it.",
     KERNEL_GPU,
 )
+KERNEL_OWN = Family(
+    "jupyter_gpumem_kernel_own_memory_bytes",
+    "GPU memory of the kernel as the kernel attributes it: exact (its PID in NVML's list), matched (the one "
+    "process that appeared with its CUDA context and follows its pool) or estimated (its pool plus the "
+    "overhead); no sample when unknown (docs/containers.md).",
+    (*KERNEL_GPU, "source"),
+)
+LIMIT = Family(
+    "jupyter_gpumem_kernel_limit_info",
+    "Which kind of limit holds the kernel on the GPU: mig or mps (hard=true) or cooperative (%gpumem).",
+    (*KERNEL_GPU, "kind", "hard"),
+)
 FAMILIES = (INFO, NVML_UP, READ_AT, GPU_INFO, GPU_LOST, GPU_TOTAL, GPU_USED, GPU_UTILIZATION, OTHERS, OTHERS_USED,
             REPORTING, OOM_ERRORS, CEILING_RATIO, CEILING_BYTES, KERNEL_USED, BUDGET, OVER_BUDGET, ALLOCATOR_USED,
-            ALLOCATOR_POOL)  # fmt: skip
+            ALLOCATOR_POOL, KERNEL_OWN, LIMIT)  # fmt: skip
 
 
 def rows(view: View) -> tuple[Row, ...]:
@@ -139,6 +151,10 @@ def rows(view: View) -> tuple[Row, ...]:
             add(OVER_BUDGET, on, row.over_budget)
             add(ALLOCATOR_USED, on, row.framework_bytes)
             add(ALLOCATOR_POOL, on, row.pool_bytes if row.pool_known else None)
+            if row.own_source in ("exact", "matched", "estimated"):
+                add(KERNEL_OWN, (*on, row.own_source), row.own_bytes)
+            if row.limit_kind:
+                add(LIMIT, (*on, row.limit_kind, "true" if row.limit_hard else "false"), 1)
     return tuple(found)
 
 

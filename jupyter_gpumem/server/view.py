@@ -48,6 +48,10 @@ class KernelGpu:
     overhead_source: str | None
     framework_bytes: int | None
     framework_peak_bytes: int | None
+    own_bytes: int | None  # the kernel's own figure, as it attributes it (docs/containers.md)
+    own_source: str | None  # exact | matched | estimated | unknown
+    limit_kind: str | None  # mig | mps | cooperative
+    limit_hard: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +202,8 @@ def _kernel_gpu(device: Device, own: list[int | None], said: Mapping[str, Any]) 
         return None
     pool_known = said.get("pool_known") is True
     framework = _int(said, "framework_bytes")
-    if not own and framework is None and not pool_known:
+    attributed = _str(said, "own_source") in ("matched", "estimated")  # in a container: the kernel knows better
+    if not own and framework is None and not pool_known and not attributed:
         return None
     budget = _int(said, "budget_bytes")
     # No process listed is not 0: NVML lists none where the kernel holds nothing, and also where its PID is
@@ -217,6 +222,10 @@ def _kernel_gpu(device: Device, own: list[int | None], said: Mapping[str, Any]) 
         overhead_source=_str(said, "overhead_source"),
         framework_bytes=framework,
         framework_peak_bytes=_int(said, "framework_peak_bytes"),
+        own_bytes=_int(said, "own_bytes"),
+        own_source=_str(said, "own_source"),
+        limit_kind=_str(said, "limit_kind"),
+        limit_hard=said.get("limit_hard") is True,
     )
 
 
