@@ -315,6 +315,64 @@ export function policyLine(
   };
 }
 
+/**
+ * How this kernel's figure is known, under the headline: "Exact: NVML lists this kernel's PID",
+ * "Matched: PID 812345 appeared when PyTorch started …", "Estimated: …", "Unknown: …" — the
+ * kernel's own words after its label. Null from a kernel that does not say, or on a lost GPU.
+ */
+export function ownLine(
+  gpu: Pick<IGpu, 'lost' | 'hidden' | 'ownSource' | 'ownReason'>,
+  trans: Trans
+): ILine | null {
+  if (gpu.lost || gpu.hidden || gpu.ownSource === null) {
+    return null;
+  }
+  const labels = {
+    exact: trans.__('Exact'),
+    matched: trans.__('Matched'),
+    estimated: trans.__('Estimated'),
+    unknown: trans.__('Unknown')
+  };
+  const label = labels[gpu.ownSource];
+  return {
+    text: gpu.ownReason ? trans.__('%1: %2', label, gpu.ownReason) : label,
+    level: gpu.ownSource === 'unknown' ? 'warn' : 'ok'
+  };
+}
+
+/**
+ * What holds this kernel on the GPU: "Hard limit: MIG partition, 19.5 GiB", "Hard limit: MPS,
+ * 6.0 GiB for this process", "Cooperative limit (%gpumem)"; then memory the driver lists under
+ * no process: "Not listed: 14.0 GiB (processes the driver hides: other containers')".
+ */
+export function limitLines(
+  gpu: Pick<IGpu, 'lost' | 'limitKind' | 'budgetBytes' | 'unlistedBytes'>,
+  trans: Trans
+): string[] {
+  if (gpu.lost) {
+    return [];
+  }
+  const lines: string[] = [];
+  if (gpu.limitKind === 'mig') {
+    lines.push(trans.__('Hard limit: a MIG partition'));
+  } else if (gpu.limitKind === 'mps') {
+    lines.push(trans.__('Hard limit: MPS, per process'));
+  } else if (gpu.limitKind === 'cooperative' && gpu.budgetBytes !== null) {
+    lines.push(
+      trans.__('Cooperative limit (%gpumem): code that bypasses it is not held')
+    );
+  }
+  if (gpu.unlistedBytes !== null) {
+    lines.push(
+      trans.__(
+        'Not listed: %1 the driver uses for processes it hides (other containers’)',
+        formatBytes(gpu.unlistedBytes, trans)
+      )
+    );
+  }
+  return lines;
+}
+
 /** "Over budget: <the kernel's reason>", or null when it is not over (or the GPU is hidden). */
 export function overLine(
   gpu: Pick<IGpu, 'hidden' | 'overReason'>,

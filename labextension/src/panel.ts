@@ -30,6 +30,8 @@ import {
   deviceLine,
   gpuOption,
   headline,
+  limitLines,
+  ownLine,
   noNotebook,
   notebookLabel,
   overLine,
@@ -77,6 +79,8 @@ export class GpuMemPanel extends SidePanel {
     pip: HTMLElement;
     body: HTMLElement;
     headline: HTMLElement;
+    own: HTMLElement;
+    limits: HTMLElement;
     note: HTMLElement;
     breakdown: HTMLElement;
     reason: HTMLElement;
@@ -163,10 +167,12 @@ export class GpuMemPanel extends SidePanel {
       pip,
       body,
       headline: div('headline', body),
+      own: div('own', body),
       note: div('budgetNote', body),
       breakdown: div('breakdown', body),
       reason: div('reason', body),
       policy: div('policy', body),
+      limits: div('limits', body),
       device: div('device', body),
       chart: div('chartBox', body)
     };
@@ -227,10 +233,13 @@ export class GpuMemPanel extends SidePanel {
     }
     const gpu = this._selectGpu(latest.gpus);
     show(n.headline, headline(gpu, latest, trans));
+    show(n.own, ownLine(gpu, trans));
     show(n.note, budgetNote(gpu, latest, trans));
     show(n.breakdown, breakdown(gpu, latest.framework, trans));
     show(n.reason, overLine(gpu, trans));
     show(n.policy, policyLine(latest, trans));
+    const limits = [...limitLines(gpu, trans), latest.limitNote ?? ''];
+    show(n.limits, limits.filter(line => line).join('\n') || null);
     show(n.device, deviceLine(gpu, trans));
     n.chart.hidden = gpu.lost; // no figures to draw: no chart, no legend
     this._table.render(gpu, stale);

@@ -61,6 +61,17 @@ export interface IGpu {
   processesKnown: boolean;
   /** This GPU's budget is in force in the framework (false from a kernel that does not say). */
   inForce: boolean;
+  /** How `ownBytes` is known (null from a kernel that does not say) and what it rests on. */
+  ownSource: OwnSource | null;
+  ownReason: string | null;
+  /** The PID taken for this kernel (exact or matched): the process row to mark. */
+  ownPid: number | null;
+  /** Listed processes that could be this kernel's when none is taken for it. */
+  ownCandidates: number;
+  /** Memory the driver uses but lists under no process (other containers'): "not listed". */
+  unlistedBytes: number | null;
+  limitKind: LimitKind | null;
+  limitHard: boolean;
   /** Absent in replayed history, which keeps the charted figures only. */
   processes: IProcess[] | null;
 }
@@ -71,6 +82,25 @@ export interface IGpu {
  */
 export type PolicyState = 'recorded' | 'in_force' | 'not_in_force';
 const POLICY_STATES: PolicyState[] = ['recorded', 'in_force', 'not_in_force'];
+
+/**
+ * How the kernel knows its own memory on a GPU (docs/containers.md): its PID in NVML's list; the
+ * one process that appeared with its CUDA context and follows its pool; its pool plus the overhead;
+ * or not at all (then `ownBytes` is null, never 0).
+ */
+export type OwnSource = 'exact' | 'matched' | 'estimated' | 'unknown';
+const OWN_SOURCES: OwnSource[] = ['exact', 'matched', 'estimated', 'unknown'];
+/** What holds the kernel on a GPU: a MIG partition or an MPS limit (hard), or %gpumem (cooperative). */
+export type LimitKind = 'mig' | 'mps' | 'cooperative';
+const LIMIT_KINDS: LimitKind[] = ['mig', 'mps', 'cooperative'];
+/** Where the kernel stands towards the PIDs the driver reports. */
+export type PidNamespace = 'host' | 'translated' | 'untranslated' | 'unlisted';
+const PID_NAMESPACES: PidNamespace[] = [
+  'host',
+  'translated',
+  'untranslated',
+  'unlisted'
+];
 
 export interface ISample {
   /** Seconds since the epoch (kernel clock). */
@@ -86,6 +116,9 @@ export interface ISample {
   policyState: PolicyState | null;
   /** One sentence to show next to the policy ("applies when "import tensorflow" completes"). */
   policyNote: string | null;
+  pidNamespace: PidNamespace | null;
+  /** A sentence about hard limits (an MPS limit that cannot be read, or the mps=on offer). */
+  limitNote: string | null;
   gpus: IGpu[];
 }
 
@@ -161,25 +194,24 @@ function flag(value: unknown, where: string): boolean {
   return value;
 }
 
-function source(value: unknown, where: string): OverheadSource | null {
-  const name = text(value, where);
-  if (name !== null && !OVERHEAD_SOURCES.includes(name as OverheadSource)) {
-    throw new ProtocolError(
-      `${where} is not one of ${OVERHEAD_SOURCES.join(', ')}`
-    );
-  }
-  return name as OverheadSource | null;
+/** A parser for a string that must be one of `names` (or null). */
+function oneOf<T extends string>(
+  names: readonly T[]
+): (value: unknown, where: string) => T | null {
+  return (value, where) => {
+    const name = text(value, where);
+    if (name !== null && !names.includes(name as T)) {
+      throw new ProtocolError(`${where} is not one of ${names.join(', ')}`);
+    }
+    return name as T | null;
+  };
 }
 
-function policyState(value: unknown, where: string): PolicyState | null {
-  const name = text(value, where);
-  if (name !== null && !POLICY_STATES.includes(name as PolicyState)) {
-    throw new ProtocolError(
-      `${where} is not one of ${POLICY_STATES.join(', ')}`
-    );
-  }
-  return name as PolicyState | null;
-}
+const source = oneOf(OVERHEAD_SOURCES);
+const policyState = oneOf(POLICY_STATES);
+const ownSource = oneOf(OWN_SOURCES);
+const limitKind = oneOf(LIMIT_KINDS);
+const pidNamespace = oneOf(PID_NAMESPACES);
 
 /** A field added to protocol 1 after its first release: an older kernel leaves it out. */
 function optional<T>(
@@ -228,6 +260,23 @@ function parseGpu(value: unknown, where: string): IGpu {
     ),
     processesKnown: flag(g.processes_known, `${where}.processes_known`),
     inForce: optional(g.in_force, `${where}.in_force`, flag, false),
+    ownSource: optional(g.own_source, `${where}.own_source`, ownSource, null),
+    ownReason: optional(g.own_reason, `${where}.own_reason`, text, null),
+    ownPid: optional(g.own_pid, `${where}.own_pid`, nullable, null),
+    ownCandidates: optional(
+      g.own_candidates,
+      `${where}.own_candidates`,
+      number,
+      0
+    ),
+    unlistedBytes: optional(
+      g.unlisted_bytes,
+      `${where}.unlisted_bytes`,
+      bytes,
+      null
+    ),
+    limitKind: optional(g.limit_kind, `${where}.limit_kind`, limitKind, null),
+    limitHard: optional(g.limit_hard, `${where}.limit_hard`, flag, false),
     processes:
       g.processes === undefined
         ? null
@@ -254,6 +303,13 @@ export function parseSample(value: unknown, where = 'sample'): ISample {
       null
     ),
     policyNote: optional(s.policy_note, `${where}.policy_note`, text, null),
+    pidNamespace: optional(
+      s.pid_namespace,
+      `${where}.pid_namespace`,
+      pidNamespace,
+      null
+    ),
+    limitNote: optional(s.limit_note, `${where}.limit_note`, text, null),
     gpus: array(s.gpus, `${where}.gpus`).map((g, i) =>
       parseGpu(g, `${where}.gpus[${i}]`)
     )

@@ -153,7 +153,13 @@ export class ProcessTable {
     }
     processes.forEach((p, i) => {
       const row = this._rows[i] ?? this._addRow();
-      this._fill(row, processCells(p, this._trans), p.self && !stale);
+      // In a container the kernel may know its process only as matched (own_pid), not by its PID.
+      const mine = p.self || (gpu.ownPid !== null && p.pid === gpu.ownPid);
+      this._fill(
+        row,
+        processCells({ ...p, self: mine }, this._trans),
+        mine && !stale
+      );
     });
   }
 

@@ -13,10 +13,12 @@ import {
   formatBytes,
   gpuOption,
   headline,
+  limitLines,
   markTitle,
   noNotebook,
   notebookLabel,
   overLine,
+  ownLine,
   panelTitle,
   policyLine,
   printable,
@@ -455,4 +457,40 @@ test('every phrase goes through the translation bundle', () => {
   for (const line of lines) {
     assert.match(line ?? 'null', /^⟦.*⟧$/s, `not translated: ${line}`);
   }
+});
+
+function containerGpus(): IGpu[] {
+  const message = parseMessage(
+    fixture('sample_container.json')
+  ) as ISampleMessage;
+  return message.sample.gpus;
+}
+
+test('under the headline, how this kernel’s figure is known, in the kernel’s words', () => {
+  const [matched, unknown, estimated] = containerGpus();
+  assert.deepEqual(ownLine(matched, trans), {
+    text: "Matched: PID 812345 appeared when PyTorch started and its memory moves with PyTorch's pool",
+    level: 'ok'
+  });
+  assert.equal(ownLine(unknown, trans)!.level, 'warn');
+  assert.ok(ownLine(unknown, trans)!.text.startsWith('Unknown: this kernel'));
+  assert.ok(ownLine(estimated, trans)!.text.startsWith('Estimated: '));
+  assert.equal(ownLine({ ...matched, ownSource: null }, trans), null); // an older kernel
+  assert.equal(ownLine({ ...matched, lost: true }, trans), null);
+});
+
+test('the limit lines say which limits are hard and what the driver does not list', () => {
+  const [mps, mig, cooperative] = containerGpus();
+  assert.deepEqual(limitLines(mps, trans), ['Hard limit: MPS, per process']);
+  assert.deepEqual(limitLines(mig, trans), ['Hard limit: a MIG partition']);
+  assert.deepEqual(limitLines(cooperative, trans), [
+    'Cooperative limit (%gpumem): code that bypasses it is not held'
+  ]);
+  const hidden = (parseMessage(fixture('sample_hidden.json')) as ISampleMessage)
+    .sample;
+  assert.deepEqual(limitLines(hidden.gpus[0], trans), [
+    'Not listed: 14.0 GiB the driver uses for processes it hides (other containers’)'
+  ]);
+  assert.equal(hidden.pidNamespace, 'translated');
+  assert.ok(hidden.limitNote!.includes('mps=on'));
 });
