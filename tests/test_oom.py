@@ -152,10 +152,11 @@ def test_another_librarys_out_of_memory_error_is_not_taken_for_pytorchs():
     assert recognise(error("torch.cuda", "OutOfMemoryError", TORCH1)).bytes == 2 * MiB
 
 
-def test_only_jaxs_resource_exhausted_errors_are_recognised_under_either_class_name():
+@pytest.mark.parametrize("name", ["JaxRuntimeError", "XlaRuntimeError"])
+def test_only_jaxs_resource_exhausted_errors_are_recognised_under_either_class_name(name):
     exhausted = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1003520000 bytes."
-    assert recognise(error("jaxlib.xla_extension", "XlaRuntimeError", exhausted)).bytes == 1003520000
-    assert recognise(error("jaxlib.xla_extension", "XlaRuntimeError", "INTERNAL: ptxas exited")) is None
+    assert recognise(error("jaxlib.xla_extension", name, exhausted)).bytes == 1003520000
+    assert recognise(error("jaxlib.xla_extension", name, "INTERNAL: ptxas exited")) is None
     assert recognise(error("my_module", "ValueError", exhausted)) is None
 
 
