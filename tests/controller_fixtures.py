@@ -38,6 +38,7 @@ class Framework(Adapter):
         self.is_imported = False
         self.started = False
         self.sees_gpu = sees_gpu
+        self.installed = True
         self.applied: list[Plan] = []
         self.pools: tuple[Allocator, ...] = ()
 
@@ -45,7 +46,7 @@ class Framework(Adapter):
         return self.is_imported
 
     def importable(self) -> bool:
-        return True
+        return self.installed
 
     def version(self) -> str:
         return "1.0"

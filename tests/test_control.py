@@ -212,3 +212,89 @@ def test_the_status_of_no_policy_says_what_the_framework_takes(make):
     reading = control.read(control.snapshot())
     assert messages.status(reading.state, reading) == ["Policy: none set, so TensorFlow takes everything."]
     assert protocol.encode_sample(reading)["takes"] == "TensorFlow takes everything"
+
+
+def test_configured_defaults_are_recorded_at_load_and_say_where_they_came_from(make):
+    control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"), fraction=0.4)
+    lines = control.load_defaults()
+    assert lines[0].startswith("jupyter-gpumem: fraction=0.4 recorded (configured defaults).")
+    assert control.state.plan is not None and control.state.policy.fraction == 0.4
+
+
+def test_nothing_configured_records_nothing_at_load(make):
+    control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"))
+    assert control.load_defaults() == [] and control.state.plan is None and not control.has_policy
+
+
+def test_a_request_says_it_came_from_the_magic(make):
+    control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"))
+    assert control.request(parse(["fraction=0.4"]))[0].startswith("jupyter-gpumem: fraction=0.4 recorded (%gpumem).")
+
+
+def test_the_same_policy_again_once_applied_changes_nothing_and_says_so(make):
+    tf = Framework("TensorFlow")
+    tf.is_imported = True
+    control = make(Machine(a100(0, GPU_A)), tf)
+    control.request(parse(["fraction=0.4"]))
+    applied = control.state
+    assert control.request(parse(["fraction=0.4"])) == [
+        "jupyter-gpumem: fraction=0.4 is already in force; nothing to do."
+    ]
+    assert control.state is applied and len(tf.applied) == 1
+    control.request(parse(["fraction=0.3"]))  # a different one is applied again (not started yet)
+    assert len(tf.applied) == 2 and control.state.policy.fraction == 0.3
+
+
+def test_a_framework_not_installed_says_the_gpu_choice_still_holds(make):
+    tf = Framework("TensorFlow")
+    tf.installed = False
+    control = make(Machine(a100(0, GPU_A), a100(1, GPU_B)), tf)
+    lines = control.request(parse(["gpus=1", "framework=tensorflow"]))
+    assert "TensorFlow is not installed in this kernel's environment; the GPU selection" in lines[0]
+
+
+def test_with_several_installed_and_none_imported_the_plan_sets_aside_the_first_ones_libraries(make):
+    control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"), Framework("PyTorch"))
+    lines = control.request(parse(["fraction=0.4"]))
+    assert "None of TensorFlow and PyTorch is imported yet" in lines[0]
+    overhead = control.state.plan.gpus[0].overhead
+    assert overhead.basis.startswith("TensorFlow on Ampere") and overhead.bytes == (350 + 100) * MiB
+
+
+def test_a_framework_imported_but_not_started_is_not_asked_for_its_allocator(make):
+    machine = Machine(a100(0, GPU_A, own_mib=900))
+    tf = Framework("TensorFlow")
+    tf.is_imported = True
+    tf.pools = (Allocator(GiB, GiB, 2 * GiB),)  # what it would say; asking could start it
+    control = make(machine, tf)
+    reading = control.read(machine())
+    assert reading.allocators == {} and not reading.started
+
+
+def test_under_a_named_framework_another_ones_import_gets_nothing(make):
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    tf.is_imported = True
+    control = make(Machine(a100(0, GPU_A)), tf, torch)
+    control.request(parse(["fraction=0.4", "framework=tensorflow"]))
+    torch.is_imported = True
+    control._on_import(torch.module)
+    assert control.state.adapters == (tf,) and torch.applied == []
+
+
+def test_a_framework_imported_inside_anothers_import_is_left_to_that_import(make, monkeypatch):
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    control = make(Machine(a100(0, GPU_A)), tf, torch)
+    control.request(parse(["fraction=0.4"]))
+    monkeypatch.setattr("jupyter_gpumem.control.importing", lambda module: module == tf.module)
+    torch.is_imported = True
+    control._on_import(torch.module)  # while TensorFlow's own import is still running
+    assert torch.applied == [] and not control.state.applied
+
+
+def test_one_framework_that_uses_no_gpu_among_two_leaves_the_budget_in_force(make):
+    machine = Machine(a100(0, GPU_A))
+    tf, torch = Framework("TensorFlow", sees_gpu=False), Framework("PyTorch")
+    tf.is_imported = torch.is_imported = True
+    control = make(machine, tf, torch)
+    control.request(parse(["fraction=0.4"]))
+    assert control.state.no_gpu is None and control.state.in_force == frozenset({GPU_A})
