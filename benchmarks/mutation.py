@@ -68,9 +68,36 @@ _FROZEN = (
     "frozen=False: nothing in the package assigns to or hashes these objects (it would raise, and the suite "
     "passes), so only the guard against future code goes"
 )
+_TARGETS = (
+    "choice.targets returns either the imported frameworks only, or (none imported) the installed ones: "
+    "all and any of them are imported alike"
+)
 # (module, the source line stripped, the change as printed) -> why the mutant changes nothing a user or a caller
 # can tell. "In practice": it differs only for an input named in the reason, which cannot occur.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
+    (
+        "control",
+        "self.state = self._state(Policy(), None, every, all(a.imported() for a in every))  # load_defaults plans",
+        "all((a.imported() for a in every)) -> any((a.imported() for a in every))",
+    ): _TARGETS,
+    (
+        "control",
+        "together = all(a.imported() for a in adapters)  # several imported: they share the budget",
+        "all((a.imported() for a in adapters)) -> any((a.imported() for a in adapters))",
+    ): _TARGETS,
+    (
+        "control",
+        "together = all(a.imported() for a in adapters)",
+        "all((a.imported() for a in adapters)) -> any((a.imported() for a in adapters))",
+    ): _TARGETS,
+    (
+        "control",
+        "decided = len(adapters) == 1 or any(a.imported() for a in adapters)",
+        "any((a.imported() for a in adapters)) -> all((a.imported() for a in adapters))",
+    ): _TARGETS,
+    ("control", 'print("\\n".join(self._apply(self._state(state.policy, plan, [adapter], True))))', "True -> False"): (
+        "with one framework, 'together' changes no word: a single name is joined by neither 'and' nor 'or'"
+    ),
     ("policy", "@dataclass(frozen=True)", "True -> False"): _FROZEN,
     ("plan", "@dataclass(frozen=True)", "True -> False"): _FROZEN,
     ("budget", "@dataclass(frozen=True)", "True -> False"): _FROZEN,

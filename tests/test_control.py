@@ -4,8 +4,10 @@ thread; the sampler's read() only uses it (controller_fixtures.py: the framework
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 import threading
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,10 +18,14 @@ from jupyter_gpumem.environ import EnvironmentChanges
 from jupyter_gpumem.explain import explain
 from jupyter_gpumem.frameworks.base import Allocator
 from jupyter_gpumem.importhook import ImportWatch
+from jupyter_gpumem.overhead import Overhead
+from jupyter_gpumem.plan import make_plan
 from jupyter_gpumem.policy import PolicyError, parse
 from jupyter_gpumem.units import GiB, MiB
 
 __all__ = ["make"]  # the fixture
+
+ESTIMATE = Overhead(400 * MiB, "estimated", "a test figure")
 
 
 def test_a_lost_gpu_keeps_the_budget_on_the_healthy_ones(make):
@@ -298,3 +304,65 @@ def test_one_framework_that_uses_no_gpu_among_two_leaves_the_budget_in_force(mak
     control = make(machine, tf, torch)
     control.request(parse(["fraction=0.4"]))
     assert control.state.no_gpu is None and control.state.in_force == frozenset({GPU_A})
+
+
+def test_a_plan_sets_aside_what_an_earlier_kernel_measured_on_this_gpu_model(make):
+    machine = Machine(a100(0, GPU_A))
+    control = make(machine, Framework("TensorFlow"))
+    key = "NVIDIA A100-SXM4-40GB | driver 550.54.15 | TensorFlow 1.0"
+    control.calibration.path.write_text(json.dumps({"format": 1, "overhead_bytes": {key: 777 * MiB}}))
+    control.request(parse(["fraction=0.5"]))
+    (gpu,) = control.state.plan.gpus
+    assert (gpu.overhead.source, gpu.overhead.bytes) == ("remembered", 777 * MiB)
+    assert gpu.allocator_limit_bytes == 20 * GiB - 777 * MiB
+
+
+def test_with_gpus_chosen_the_frameworks_first_gpu_is_the_chosen_one(make):
+    machine = Machine(a100(0, GPU_A), a100(1, GPU_B, own_mib=3000))
+    tf = Framework("TensorFlow")
+    tf.is_imported = tf.started = True
+    tf.pools = (Allocator(GiB, GiB, 2 * GiB),)  # its GPU:0 is NVML's GPU 1: CUDA_VISIBLE_DEVICES hid GPU 0
+    control = make(machine, tf)
+    control.state = replace(
+        control.state, policy=parse(["gpus=1"]), plan=make_plan(parse(["gpus=1"]), machine(), lambda d: ESTIMATE)
+    )
+    assert list(control.read(machine()).allocators) == [GPU_B]
+
+
+def test_a_framework_that_reports_fewer_gpus_than_nvml_still_reads(make):
+    machine = Machine(a100(0, GPU_A, own_mib=3000), a100(1, GPU_B))
+    tf = Framework("TensorFlow")
+    tf.is_imported = tf.started = True
+    tf.pools = (Allocator(GiB, GiB, 2 * GiB),)  # one GPU where NVML lists two
+    reading = make(machine, tf).read(machine())
+    assert list(reading.allocators) == [GPU_A]
+
+
+def test_the_import_prints_what_was_applied_line_by_line(make, capsys):
+    tf = Framework("TensorFlow")
+    control = make(Machine(a100(0, GPU_A)), tf)
+    control.request(parse(["fraction=0.4"]))
+    tf.is_imported = True
+    control._on_import(tf.module)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "jupyter-gpumem: applied fraction=0.4 to TensorFlow."
+    assert printed[1].startswith("  GPU 0 NVIDIA A100-SXM4-40GB: budget 16384 MiB")
+
+
+def test_two_frameworks_without_a_gpu_each_say_why(make):
+    tf, torch = Framework("TensorFlow", sees_gpu=False), Framework("PyTorch", sees_gpu=False)
+    tf.is_imported = torch.is_imported = True
+    control = make(Machine(a100(0, GPU_A)), tf, torch)
+    control.request(parse(["fraction=0.4"]))
+    assert control.state.no_gpu == (
+        "TensorFlow 1.0 is a CPU-only build, so the budget is not in force. "
+        "PyTorch 1.0 is a CPU-only build, so the budget is not in force."
+    )
+
+
+def test_a_recorded_policy_says_when_it_applies(make):
+    control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"))
+    assert control.request(parse(["fraction=0.4"]))[0] == (
+        "jupyter-gpumem: fraction=0.4 recorded (%gpumem). TensorFlow is not imported yet; the settings apply the "
+        "moment `import jupyter_gpumem_test_tensorflow` completes."
+    )
