@@ -262,7 +262,9 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def running_prometheus(base: Path, target: str, token: str, interval_s: float = 1.0) -> Iterator[str]:
+def running_prometheus(
+    base: Path, target: str, token: str, interval_s: float = 1.0, metrics_path: str = "/metrics"
+) -> Iterator[str]:
     """Debian's prometheus scraping ``target`` (host:port) with ``token`` as its bearer token; its URL."""
     binary = shutil.which("prometheus")
     if binary is None:
@@ -272,7 +274,7 @@ def running_prometheus(base: Path, target: str, token: str, interval_s: float = 
     # YAML is a superset of JSON.
     scrape = {
         "job_name": "jupyter",
-        "metrics_path": "/metrics",
+        "metrics_path": metrics_path,
         "authorization": {"type": "Bearer", "credentials": token},
         "static_configs": [{"targets": [target]}],
     }

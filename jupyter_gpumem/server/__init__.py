@@ -7,17 +7,19 @@ Enabled on install (``jupyter-config/jupyter_server_config.d/jupyter_gpumem.json
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from jupyter_server.utils import url_path_join
 from prometheus_client import REGISTRY
-from traitlets import Float
+from traitlets import Enum, Float, default
 from traitlets.config import Configurable
 
 from .._version import __version__ as __version__  # jupyter server extension list shows it
 from ..publish import HEARTBEAT_S
 from .api import PATH, GpumemHandler
 from .metrics import GpumemCollector
+from .view import PRIVACY
 from .watcher import Watcher
 
 # The running extension: one per process, as prometheus_client's default registry is.
@@ -43,6 +45,20 @@ class GpumemServer(Configurable):
         shown. Kernels rewrite their report at least every {HEARTBEAT_S:g} s, busy or not.""",
     ).tag(config=True)
 
+    privacy = Enum(
+        list(PRIVACY),
+        help="""What this server's /metrics and /api/gpumem/v1 show of GPU processes that are none of its kernels
+        (other users' jobs, under a hub): "aggregate" (the default) their count and memory per GPU; "names"
+        also per Unix user; "list" also each process's PID, user and memory. Never a command line. Default:
+        the JUPYTER_GPUMEM_PRIVACY environment variable, else "aggregate". This limits what jupyter-gpumem
+        shows, not what a user can see: nvidia-smi in their own terminal lists every process on the GPU.""",
+    ).tag(config=True)
+
+    @default("privacy")
+    def _privacy_default(self) -> str:
+        value = os.environ.get("JUPYTER_GPUMEM_PRIVACY", "").strip().lower()
+        return value if value in PRIVACY else "aggregate"
+
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
     return [{"module": "jupyter_gpumem.server"}]
@@ -51,7 +67,9 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     global _running
     settings = GpumemServer(parent=serverapp)
-    watcher = Watcher(serverapp.kernel_manager, settings.interval_s, settings.stale_after_s, serverapp.log)
+    watcher = Watcher(
+        serverapp.kernel_manager, settings.interval_s, settings.stale_after_s, serverapp.log, settings.privacy
+    )
     collector = GpumemCollector(lambda: watcher.published.rows)
     if _running is not None:  # a second server in this process (tests): it takes over the registry
         _running[0].stop()

@@ -14,7 +14,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from .._version import __version__
-from .view import View
+from .view import OtherProcess, View
 
 VERSION = 1
 PATH = "/api/gpumem/v1"
@@ -42,6 +42,12 @@ def encode(view: View, interval_s: float) -> bytes:
                 "processes_known": g.processes_known,
                 "other_processes": g.other_processes,
                 "other_bytes": g.other_bytes,
+                "other_users": _by_user(g.others) if view.privacy != "aggregate" and g.processes_known else None,
+                "other_process_list": (
+                    [{"pid": p.pid, "user": p.user, "used_bytes": p.used_bytes} for p in g.others]
+                    if view.privacy == "list" and g.processes_known
+                    else None
+                ),
             }
             for g in view.gpus
         ],
@@ -59,6 +65,8 @@ def encode(view: View, interval_s: float) -> bytes:
                 "framework_started": k.framework_started,
                 "oom_errors_total": k.oom_errors_total,
                 "ceiling": {"max_fraction": k.max_fraction, "max_limit_bytes": k.max_limit_bytes},
+                "execution_state": k.execution_state,
+                "last_activity": k.last_activity,
                 "gpus": [
                     {
                         "index": g.index,
@@ -73,6 +81,8 @@ def encode(view: View, interval_s: float) -> bytes:
                         "overhead_source": g.overhead_source,
                         "framework_bytes": g.framework_bytes,
                         "framework_peak_bytes": g.framework_peak_bytes,
+                        "limit_kind": g.limit_kind,
+                        "limit_hard": g.limit_hard,
                     }
                     for g in k.gpus
                 ],
@@ -81,6 +91,21 @@ def encode(view: View, interval_s: float) -> bytes:
         ],
     }
     return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _by_user(others: tuple[OtherProcess, ...]) -> list[dict[str, Any]]:
+    """Other processes summed per Unix user (null: a user the host does not show, or memory N/A)."""
+    users: dict[str | None, list[OtherProcess]] = {}
+    for process in others:
+        users.setdefault(process.user, []).append(process)
+    return [
+        {"user": user, "processes": len(group), "used_bytes": _sum([p.used_bytes for p in group])}
+        for user, group in sorted(users.items(), key=lambda item: item[0] or "")
+    ]
+
+
+def _sum(values: list[int | None]) -> int | None:
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
 
 
 class GpumemHandler(APIHandler):

@@ -9,8 +9,9 @@ every few readings and bring on full collections, each of which holds the GIL, a
 for tens of milliseconds in a Jupyter server's heap (benchmarks/metrics.py).
 
 Names follow Prometheus' conventions: base units (bytes, ratios), ``_total`` for the counter, ``_info``
-for the labels-only series. Labels are bounded: a GPU's UUID and index, a kernel's id; never a process
-name or a PID. A figure that is not known has no sample (never 0).
+for the labels-only series. Labels are bounded: a GPU's UUID and index, a kernel's id, and another
+process's Unix user only where the administrator chose to show it (``GpumemServer.privacy``); never a
+process name or a PID. A figure that is not known has no sample (never 0).
 """
 
 from __future__ import annotations
@@ -113,9 +114,19 @@ LIMIT = Family(
     "Which kind of limit holds the kernel on the GPU: mig or mps (hard=true) or cooperative (%gpumem).",
     (*KERNEL_GPU, "kind", "hard"),
 )
+OTHER_USER = Family(
+    "jupyter_gpumem_gpu_other_user_processes",
+    "Processes of another Unix user on the GPU (only where GpumemServer.privacy is names or list).",
+    (*GPU, "user"),
+)
+OTHER_USER_USED = Family(
+    "jupyter_gpumem_gpu_other_user_memory_used_bytes",
+    "GPU memory of another Unix user's processes (only where GpumemServer.privacy is names or list).",
+    (*GPU, "user"),
+)
 FAMILIES = (INFO, NVML_UP, READ_AT, GPU_INFO, GPU_LOST, GPU_TOTAL, GPU_USED, GPU_UTILIZATION, OTHERS, OTHERS_USED,
-            REPORTING, OOM_ERRORS, CEILING_RATIO, CEILING_BYTES, KERNEL_USED, BUDGET, OVER_BUDGET, ALLOCATOR_USED,
-            ALLOCATOR_POOL, KERNEL_OWN, LIMIT)  # fmt: skip
+            OTHER_USER, OTHER_USER_USED, REPORTING, OOM_ERRORS, CEILING_RATIO, CEILING_BYTES, KERNEL_USED, BUDGET,
+            OVER_BUDGET, ALLOCATOR_USED, ALLOCATOR_POOL, KERNEL_OWN, LIMIT)  # fmt: skip
 
 
 def rows(view: View) -> tuple[Row, ...]:
@@ -139,6 +150,13 @@ def rows(view: View) -> tuple[Row, ...]:
         add(GPU_UTILIZATION, labels, None if gpu.utilization_percent is None else gpu.utilization_percent / 100)
         add(OTHERS, labels, gpu.other_processes)
         add(OTHERS_USED, labels, gpu.other_bytes)
+        if view.privacy != "aggregate":
+            users: dict[str, list[int | None]] = {}
+            for process in gpu.others:
+                users.setdefault(process.user or "", []).append(process.used_bytes)
+            for user, used in sorted(users.items()):
+                add(OTHER_USER, (*labels, user), len(used))
+                add(OTHER_USER_USED, (*labels, user), None if None in used else sum(u or 0 for u in used))
     for kernel in view.kernels:
         add(REPORTING, (kernel.id,), kernel.status == "reporting")
         add(OOM_ERRORS, (kernel.id,), kernel.oom_errors_total)

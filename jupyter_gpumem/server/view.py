@@ -11,11 +11,24 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..model import Device, Snapshot
 
 Status = Literal["reporting", "stale", "not_reporting"]
+
+
+Privacy = Literal["aggregate", "names", "list"]
+PRIVACY: tuple[Privacy, ...] = ("aggregate", "names", "list")
+
+
+class OtherProcess(NamedTuple):
+    """A process of none of this server's kernels, shown only where the administrator chose ``names`` or
+    ``list`` (``GpumemServer.privacy``): never its command line."""
+
+    pid: int
+    user: str | None  # its Unix user, where the host's process table shows it
+    used_bytes: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +43,7 @@ class Gpu:
     processes_known: bool  # False: the driver refused the process query, so nothing per process is known
     other_processes: int | None  # processes of none of this server's kernels
     other_bytes: int | None  # their memory; None when the driver cannot tell for one of them (N/A)
+    others: tuple[OtherProcess, ...] = ()  # each of them; empty unless the privacy setting shows them
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +84,8 @@ class Kernel:
     max_fraction: float | None
     max_limit_bytes: int | None
     gpus: tuple[KernelGpu, ...]
+    execution_state: str | None = None  # the server's kernel manager: idle, busy, starting, ...
+    last_activity: float | None = None  # its last message on any channel (time.time()), as the server saw it
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +96,7 @@ class View:
     simulated: str | None  # the stand-in NVML's scenario, never a real driver
     gpus: tuple[Gpu, ...]
     kernels: tuple[Kernel, ...]
+    privacy: Privacy = "aggregate"  # what is shown of other processes: GpumemServer.privacy
 
 
 EMPTY = View(t=None, problem=None, driver_version=None, simulated=None, gpus=(), kernels=())
@@ -92,9 +109,17 @@ class KernelSource:
     id: str
     pid: int | None  # from the kernel manager
     report: Any  # its report file's JSON; None when there is none or it could not be read
+    execution_state: str | None = None
+    last_activity: float | None = None
 
 
-def make_view(snapshot: Snapshot, kernels: Sequence[KernelSource], now: float, stale_after_s: float) -> View:
+def make_view(
+    snapshot: Snapshot,
+    kernels: Sequence[KernelSource],
+    now: float,
+    stale_after_s: float,
+    privacy: Privacy = "aggregate",
+) -> View:
     """The View of one NVML snapshot and the kernels' reports read just after it."""
     reports = {k.id: _judge(k.report, now, stale_after_s) for k in kernels}
     owner: dict[int, str] = {}  # pid -> kernel id
@@ -110,11 +135,12 @@ def make_view(snapshot: Snapshot, kernels: Sequence[KernelSource], now: float, s
         problem=snapshot.problem,
         driver_version=snapshot.driver_version,
         simulated=snapshot.simulated_scenario,
-        gpus=tuple(_gpu(device, by) for device, by in zip(snapshot.devices, held, strict=True)),
+        gpus=tuple(_gpu(device, by, owner, privacy) for device, by in zip(snapshot.devices, held, strict=True)),
         kernels=tuple(
             _kernel(kernel, reports[kernel.id], snapshot.devices, held, now)
             for kernel in sorted(kernels, key=lambda k: k.id)
         ),
+        privacy=privacy,
     )
 
 
@@ -136,9 +162,16 @@ def _judge(data: Any, now: float, stale_after_s: float) -> tuple[Status, Mapping
     return ("stale" if now - t > stale_after_s else "reporting"), data
 
 
-def _gpu(device: Device, held: Mapping[str | None, list[int | None]]) -> Gpu:
+def _gpu(
+    device: Device, held: Mapping[str | None, list[int | None]], owner: Mapping[int, str], privacy: Privacy
+) -> Gpu:
     others = held.get(None, [])
     known = device.processes_known and not device.lost
+    listed = (
+        tuple(OtherProcess(p.pid, p.user, p.used_bytes) for p in device.processes if p.pid not in owner)
+        if known and privacy != "aggregate"
+        else ()
+    )
     return Gpu(
         index=device.index,
         uuid=device.uuid,
@@ -150,6 +183,7 @@ def _gpu(device: Device, held: Mapping[str | None, list[int | None]]) -> Gpu:
         processes_known=known,
         other_processes=len(others) if known else None,
         other_bytes=_total(others) if known else None,
+        others=listed,
     )
 
 
@@ -190,6 +224,8 @@ def _kernel(
             for device, by in zip(devices, held, strict=True)
             if (row := _kernel_gpu(device, by.get(source.id, []), said.get(device.uuid, {}))) is not None
         ),
+        execution_state=source.execution_state,
+        last_activity=source.last_activity,
     )
 
 

@@ -14,13 +14,15 @@ import logging
 import threading
 import time
 from collections.abc import Collection, Iterator, Mapping
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from .. import nvml
+from ..host import HostProcesses
 from ..model import HostInfo
 from ..publish import report_path
 from . import api, metrics
-from .view import EMPTY, KernelSource, View, make_view
+from .view import EMPTY, KernelSource, Privacy, View, make_view
 
 # Between two steps of a reading the thread sleeps this long, so the event loop's thread gets the GIL
 # if it is waiting: otherwise it would wait up to the interpreter's switch interval (5 ms) for a thread
@@ -40,8 +42,18 @@ def publish(view: View, interval_s: float) -> Published:
 
 
 class Watcher:
-    def __init__(self, kernel_manager: Any, interval_s: float, stale_after_s: float, log: logging.Logger):
+    def __init__(
+        self,
+        kernel_manager: Any,
+        interval_s: float,
+        stale_after_s: float,
+        log: logging.Logger,
+        privacy: Privacy = "aggregate",
+    ):
         self.kernel_manager = kernel_manager
+        self.privacy = privacy
+        # Other processes' users are looked up only where they are shown.
+        self._host = _no_host if privacy == "aggregate" else HostProcesses().lookup
         self.interval_s = interval_s
         self.stale_after_s = stale_after_s
         self.log = log
@@ -73,18 +85,22 @@ class Watcher:
         kernels = list(_kernels(self.kernel_manager))
         # The server's own process is no kernel: no pid of ours is marked, and names are not looked up
         # (the metrics and the API show none).
-        snapshot = nvml.read(own_pid=-1, host=_no_host)
+        snapshot = nvml.read(own_pid=-1, host=self._host)
         time.sleep(YIELD_S)
-        sources = [KernelSource(kernel_id, pid, _report(connection)) for kernel_id, pid, connection in kernels]
+        sources = [
+            KernelSource(kernel_id, pid, _report(connection), state, last)
+            for kernel_id, pid, connection, state, last in kernels
+        ]
         time.sleep(YIELD_S)
-        view = make_view(snapshot, sources, time.time(), self.stale_after_s)
+        view = make_view(snapshot, sources, time.time(), self.stale_after_s, self.privacy)
         time.sleep(YIELD_S)
         return view
 
 
-def _kernels(manager: Any) -> Iterator[tuple[str, int | None, str | None]]:
-    """Each kernel's id, pid and connection file. Only reads: a list of the manager's keys and attributes
-    of its kernel managers, which the GIL keeps whole; it never awaits or calls into a kernel."""
+def _kernels(manager: Any) -> Iterator[tuple[str, int | None, str | None, str | None, float | None]]:
+    """Each kernel's id, pid, connection file, execution state and last activity. Only reads: a list of the
+    manager's keys and attributes of its kernel managers, which the GIL keeps whole; it never awaits or calls
+    into a kernel."""
     for kernel_id in manager.list_kernel_ids():
         try:
             kernel = manager.get_kernel(kernel_id)
@@ -95,7 +111,15 @@ def _kernels(manager: Any) -> Iterator[tuple[str, int | None, str | None]]:
         if not isinstance(pid, int):
             pid = getattr(getattr(provisioner, "process", None), "pid", None)
         connection = getattr(kernel, "connection_file", None)
-        yield kernel_id, pid if isinstance(pid, int) else None, connection if isinstance(connection, str) else None
+        state = getattr(kernel, "execution_state", None)
+        last = getattr(kernel, "last_activity", None)  # a datetime (MappingKernelManager sets it)
+        yield (
+            kernel_id,
+            pid if isinstance(pid, int) else None,
+            connection if isinstance(connection, str) else None,
+            state if isinstance(state, str) else None,
+            last.timestamp() if isinstance(last, datetime) else None,
+        )
 
 
 def _report(connection_file: str | None) -> Any:

@@ -1,0 +1,12 @@
+"""The jupyter-gpumem JupyterHub service and per-group settings: every user's GPU memory against their
+budget on one admin page and one Prometheus target. docs/hub.md.
+
+The service is ``python -m jupyter_gpumem.hub``, run by JupyterHub as a managed service with a role granting
+``access:servers``; it reads each running single-user server's ``/api/gpumem/v1`` through the hub's proxy.
+``group_environment`` makes a ``pre_spawn_hook`` that sets ``JUPYTER_GPUMEM_*`` per JupyterHub group.
+"""
+
+from .groups import group_environment, group_settings
+from .rows import Row, rows_of_server
+
+__all__ = ["Row", "group_environment", "group_settings", "rows_of_server"]

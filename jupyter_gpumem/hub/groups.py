@@ -1,0 +1,51 @@
+"""Per-group jupyter-gpumem settings for JupyterHub: a ``pre_spawn_hook`` that sets ``JUPYTER_GPUMEM_*`` in the
+spawned server's environment from the user's groups (docs/hub.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..config import environment_variable
+from ..units import parse_bytes
+
+CEILINGS = ("max_fraction", "max_limit")
+
+
+def _ceiling_value(name: str, text: str) -> float:
+    if name == "max_fraction":
+        return float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    value = parse_bytes(text)
+    if value is None:
+        raise ValueError(f"{name}={text!r} is not a size such as '20GiB'")
+    return float(value)
+
+
+def group_settings(groups: list[str], policies: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """The environment for a member of ``groups``: for a ceiling (``max_fraction``, ``max_limit``) the lowest
+    that any of their groups sets; for any other setting (``limit``, ``fraction``, ``growth``, ...) the
+    first group's in the order of ``policies``. Groups without a policy add nothing."""
+    chosen: dict[str, str] = {}
+    for group, settings in policies.items():
+        if group not in groups:
+            continue
+        for name, value in settings.items():
+            text = str(value)
+            lower = (
+                name in chosen and name in CEILINGS and _ceiling_value(name, text) < _ceiling_value(name, chosen[name])
+            )
+            if name not in chosen or lower:
+                chosen[name] = text
+    return {environment_variable(name): value for name, value in chosen.items()}
+
+
+def group_environment(policies: Mapping[str, Mapping[str, str]]) -> Callable[[Any], None]:
+    """A ``c.Spawner.pre_spawn_hook``: ``policies`` maps a JupyterHub group to jupyter-gpumem settings by their
+    configuration name, e.g. ``{"students": {"limit": "4GiB", "max_fraction": "0.25"}}``. Values set here
+    override the same variables in ``c.Spawner.environment``."""
+
+    def hook(spawner: Any) -> None:
+        groups = [group.name for group in spawner.user.groups]
+        spawner.environment.update(group_settings(groups, policies))
+
+    return hook
