@@ -176,16 +176,27 @@ def test_too_late_changes_nothing(make):
     assert tf.applied == []
 
 
-def test_under_auto_a_second_framework_imported_later_gets_the_plan_too(make):
+def test_under_auto_a_second_framework_imported_later_gets_the_plan_too(make, capsys):
     machine = Machine(a100(0, GPU_A))
     tf, torch = Framework("TensorFlow"), Framework("PyTorch")
     tf.is_imported = True
     control = make(machine, tf, torch)
     control.request(parse(["fraction=0.4"]))
+    capsys.readouterr()
     torch.is_imported = True
     control._on_import(torch.module)
     assert control.state.adapters == (tf, torch) and len(torch.applied) == 1
-    assert control.state.frameworks == "TensorFlow and PyTorch"
+    assert control.state.frameworks == control.state.framework == "TensorFlow and PyTorch"
+    assert capsys.readouterr().out.startswith("jupyter-gpumem: applied fraction=0.4 to PyTorch too. TensorFlow")
+
+
+def test_two_frameworks_imported_share_a_recorded_ceiling_and_are_named_together(make):
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    tf.is_imported = torch.is_imported = True
+    control = make(Machine(a100(0, GPU_A)), tf, torch, max_fraction=0.5)
+    control.load_defaults()  # a ceiling alone: applied at once, both imported
+    control.request(parse(["fraction=0.3"]))
+    assert control.state.together and control.state.framework == "TensorFlow and PyTorch"
 
 
 def test_an_import_without_a_policy_only_renames_the_frameworks(make):
