@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .attribution import Match, Own, Source, View, attribute, pid_view
+from .attribution import Match, Own, View, attribute, pid_view
 from .frameworks.base import Allocator
 from .limits import Limits
 from .limits import read as read_limits
@@ -24,12 +24,11 @@ from .units import format_bytes
 class Breakdown:
     budget_bytes: int | None
     in_force: bool  # the budget is in force in the framework on this GPU
-    own_bytes: int | None  # as nvidia-smi counts it (attributed: see own_source); None: unknown, never 0
+    own_bytes: int | None  # as nvidia-smi counts it, or as attributed (Reading.own says how); None: unknown, never 0
     pool_bytes: int | None  # the allocator's pool: what it reserved if known, else its planned limit
     pool_known: bool  # the framework reported the pool (else it is the plan's limit)
     overhead: Overhead | None  # measured now if possible, else what the plan set aside
     reason: str | None  # a phrase, when own_bytes is over budget_bytes
-    own_source: Source = "exact"  # what own_bytes rests on (attribution.py)
 
     @property
     def over_bytes(self) -> int:
@@ -96,7 +95,6 @@ def breakdown(
     """``in_force``: the budget is in force on this GPU in ``framework``, else ``why_not`` (a phrase);
     ``pool``: bytes its allocator reported reserving here; ``measured``: this kernel's overhead here;
     ``own``: this kernel's memory here as attributed (else what NVML lists under its PID)."""
-    source: Source = own.source if own else "exact"
     own_bytes = own.bytes if own else device.own_bytes
     budget = gpu.budget_bytes if gpu else None
     pool_bytes = pool if pool is not None else gpu.allocator_limit_bytes if gpu else None
@@ -109,9 +107,7 @@ def breakdown(
         reason = f"the policy is not in force: {why_not}"
     elif over:
         reason = _outside(own_bytes, pool_bytes, gpu, framework, strict)
-    return Breakdown(
-        budget, in_force and budget is not None, own_bytes, pool_bytes, pool is not None, overhead, reason, source
-    )
+    return Breakdown(budget, in_force and budget is not None, own_bytes, pool_bytes, pool is not None, overhead, reason)
 
 
 def _outside(own: int | None, pool: int | None, gpu: GpuPlan | None, framework: str, strict: bool) -> str:
