@@ -4,6 +4,7 @@ In a notebook::
 
     %load_ext jupyter_gpumem
     %gpumem status
+    %gpumem show        # the live view in the cell's output (jupyter_gpumem.show() returns it)
 """
 
 from __future__ import annotations
@@ -23,9 +24,22 @@ __all__ = [
     "__version__",
     "batched",
     "load_ipython_extension",
+    "show",
     "take_snapshot",
     "unload_ipython_extension",
 ]
+
+
+def show() -> Any:
+    """This kernel's GPU memory, live, in the cell's output: the headline against the budget, a chart (this
+    kernel, its framework, the others, the budget, the device total, over-budget marks) and every process
+    on the GPU, as the GPU Memory sidebar shows them. Returns the view (an ipywidgets widget): make it the
+    cell's last expression, or ``display()`` it; ``view.close()`` stops it and leaves its last picture.
+    Updated by the kernel's one sampler thread, also while other cells run. The chart needs plotly
+    (``pip install 'jupyter-gpumem[view]'``); without it the view shows the figures and the table."""
+    from .widget import show as make
+
+    return make()
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

@@ -7,7 +7,9 @@ import sys
 from typing import Any
 
 from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.display import display
 
+from . import html
 from .control import Controller, controller
 from .explain import explain
 from .policy import PolicyError, parse
@@ -25,6 +27,9 @@ Usage:
                           this kernel's memory splits against the budget now.
   %gpumem key=value ...   set this kernel's GPU memory policy (put it in the first cell). Settings
                           combine with earlier ones; a fraction and a limit replace each other.
+  %gpumem show            the live view in this cell's output: this kernel against its budget,
+                          a chart and every process on the GPU, updated while other cells run
+                          (the same as the GPU Memory sidebar; jupyter_gpumem.show() returns it)
   %gpumem explain         why this kernel's memory differs from its budget right now, in its own
                           numbers (memory outside the allocator, every visible GPU, N/A), and what
                           to change
@@ -98,11 +103,15 @@ class GpumemMagics(Magics):
         elif command == "status" and len(words) <= 1:
             snapshot = control.snapshot(cpu_window_s=STATUS_CPU_WINDOW_S)
             reading = control.read(snapshot)
-            print(render(snapshot, reading))
-            if not snapshot.problem or control.has_policy:
-                print("\n".join(control.status_lines(reading)))
+            lines = control.status_lines(reading) if not snapshot.problem or control.has_policy else []
+            text = "\n".join([render(snapshot, reading), *lines])
+            display(html.status(snapshot, reading, text, lines))  # type: ignore[no-untyped-call]
         elif command == "explain" and len(words) <= 1:
-            print("\n".join(explain(control.read(control.snapshot()))))
+            display(html.explain(explain(control.read(control.snapshot()))))  # type: ignore[no-untyped-call]
+        elif command == "show" and len(words) <= 1:
+            from .widget import show
+
+            show(shell=self.shell, display_now=True)
         elif command == "reset" and len(words) <= 1:
             print("\n".join(control.reset()))
         elif all("=" in word for word in words):
@@ -112,8 +121,8 @@ class GpumemMagics(Magics):
                 _refuse(f"{error} Nothing was changed.")
         else:
             _refuse(
-                f"%gpumem does not know {' '.join(words)!r}. It accepts: status, explain, reset, key=value settings, "
-                "--help. Run %gpumem --help for details."
+                f"%gpumem does not know {' '.join(words)!r}. It accepts: status, explain, reset, show, "
+                "key=value settings, --help. Run %gpumem --help for details."
             )
 
 

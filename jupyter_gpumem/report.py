@@ -13,6 +13,15 @@ from .units import format_bytes, format_percent, format_total
 _PROCESS_HEADER = f"{'PID':>8}  {'USER':<12} {'GPU MEMORY':>10}  {'CPU%':>5}  {'TYPE':<8}  NAME"
 _INDENT = "       "
 
+LOST = (
+    "LOST: the driver reports this GPU has fallen off the bus (NVML_ERROR_GPU_IS_LOST). It needs a reset "
+    "(nvidia-smi -r) or a reboot; the other GPUs read as usual."
+)
+NA_MEMORY = (
+    "N/A memory: the driver cannot tell per-process memory on this GPU (Windows WDDM, some MIG setups); "
+    "it is unknown, not zero."
+)
+
 
 def printable(text: str) -> str:
     """Text from the GPU host (process names, users) with control characters made visible, so a
@@ -33,11 +42,7 @@ def _device_lines(device: Device, view: View | None, reading: Reading | None) ->
     uuid = printable(device.uuid or "uuid unknown")
     lines = [f"GPU {device.index:<2} {title}  ·  {uuid}"]
     if device.lost:
-        lines.append(
-            f"{_INDENT}LOST: the driver reports this GPU has fallen off the bus "
-            "(NVML_ERROR_GPU_IS_LOST). It needs a reset (nvidia-smi -r) or a reboot; "
-            "the other GPUs read as usual."
-        )
+        lines.append(_INDENT + LOST)
         return lines
     util = (
         f"{device.utilization_percent}%"
@@ -68,19 +73,20 @@ def _device_lines(device: Device, view: View | None, reading: Reading | None) ->
         matched = own.pid if own and own.source == "matched" else None
         lines.extend(_INDENT + _process_line(p, matched) for p in rows)
         if any(p.used_bytes is None for p in device.processes):
-            lines.append(
-                f"{_INDENT}N/A memory: the driver cannot tell per-process memory on this GPU "
-                "(Windows WDDM, some MIG setups); it is unknown, not zero."
-            )
+            lines.append(_INDENT + NA_MEMORY)
     hidden = unlisted_bytes(device, view)
     if hidden is not None:
-        whose = (
-            "the driver hides other containers' processes"
-            if view == "translated"
-            else "processes the driver does not list (other containers', perhaps this one's)"
-        )
-        lines.append(f"{_INDENT}not listed: {format_bytes(hidden)} in use that no listed process accounts for: {whose}")
+        lines.append(_INDENT + unlisted_note(hidden, view))
     return lines
+
+
+def unlisted_note(hidden: int, view: View | None) -> str:
+    whose = (
+        "the driver hides other containers' processes"
+        if view == "translated"
+        else "processes the driver does not list (other containers', perhaps this one's)"
+    )
+    return f"not listed: {format_bytes(hidden)} in use that no listed process accounts for: {whose}"
 
 
 def render(snapshot: Snapshot, reading: Reading | None = None) -> str:
@@ -99,14 +105,14 @@ def render(snapshot: Snapshot, reading: Reading | None = None) -> str:
     for device in snapshot.devices:
         lines.append("")
         lines.extend(_device_lines(device, view, reading))
-    kernel = _kernel_lines(snapshot, view, reading)
+    kernel = kernel_lines(snapshot, view, reading)
     if kernel:
         lines.append("")
         lines.extend(kernel)
     return "\n".join(lines)
 
 
-def _kernel_lines(snapshot: Snapshot, view: View | None, reading: Reading | None) -> list[str]:
+def kernel_lines(snapshot: Snapshot, view: View | None, reading: Reading | None) -> list[str]:
     """Where this kernel stands towards NVML's PIDs (docs/containers.md), and its figure per GPU where NVML
     does not list it under its own PID."""
     this = f"This kernel (pid {snapshot.own_pid})"

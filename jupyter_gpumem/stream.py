@@ -1,5 +1,6 @@
-"""The kernel's one sampler thread, and where each sample goes: the JupyterLab sidebar's comm, the
-notebook's warnings (alerts.py), and the report the Jupyter server reads (publish.py).
+"""The kernel's one sampler thread, and where each sample goes: the JupyterLab sidebar's comm, the inline
+views in cell outputs (widget.py), the notebook's warnings (alerts.py), and the report the Jupyter server
+reads (publish.py).
 
 In a kernel, loading the extension starts the sampler and the report. The sidebar runs
 ``jupyter_gpumem._connect_sidebar(...)`` silently when it starts following a kernel. That opens a
@@ -14,8 +15,10 @@ from __future__ import annotations
 import atexit
 import logging
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import comm
 
@@ -28,6 +31,7 @@ from .sampler import Sampler
 from .snapshot import take_snapshot
 
 log = logging.getLogger("jupyter_gpumem")
+V = TypeVar("V")
 
 
 class Tick(NamedTuple):
@@ -48,6 +52,9 @@ class Stream:
         self.publisher: Publisher | None = None
         self.alerts = Alerts()
         self.sampler: Sampler[Tick] = Sampler(self.take, self._deliver, keep=lambda tick: tick.figures)
+        # The inline views (widget.py): added and removed on the main thread, fed by the sampler thread.
+        self._views: tuple[Any, ...] = ()
+        self._views_lock = threading.Lock()
 
     def take(self) -> Tick:
         """One sample: NVML, the budget, and the framework's allocator figures if (and only if) its
@@ -78,10 +85,33 @@ class Stream:
         self.publisher = Publisher(path)
         self.sampler.start()
 
+    def add_view(self, make: Callable[[Stream, list[dict[str, Any]], dict[str, Any] | None], V]) -> V:
+        """A new inline view (the main thread): made with the history to replay and a sample taken now (the
+        cell may just have changed the policy), then fed every sample until remove_view."""
+        view = make(self, self.sampler.history(), self.take().sample)
+        with self._views_lock:
+            self._views = (*self._views, view)
+        self.sampler.start()
+        return view
+
+    def remove_view(self, view: Any) -> None:
+        with self._views_lock:
+            self._views = tuple(v for v in self._views if v is not view)
+
+    @property
+    def views(self) -> tuple[Any, ...]:
+        return self._views
+
     def _deliver(self, tick: Tick) -> None:
         channel = self.comm
         if channel is not None:
             channel.send(protocol.sample_message(tick.sample))
+        for view in self._views:  # a tuple replaced whole: a view added or removed meanwhile is safe
+            try:
+                view.update(tick.sample)
+            except Exception:  # one broken view must not stop the others, the sidebar or the warnings
+                log.exception("jupyter-gpumem: updating an inline view failed; that view stops updating")
+                self.remove_view(view)
         if self.publisher is not None:
             self.publisher.publish(tick.sample, self.control.ceiling, advisor.errors)
         warnings = self.alerts.check(tick.reading)

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +84,12 @@ def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callab
 
 @dataclass
 class Reply:
-    stdout: str
+    stdout: str  # what the cell printed, and the text/plain of display_data (a rich output's fallback)
     stderr: str
     status: str
     error: str
+    # each display_data's and update_display_data's content: data, metadata, transient (its display_id)
+    displayed: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Kernel:
@@ -103,6 +105,7 @@ class Kernel:
     def run(self, code: str, timeout: float = 60) -> Reply:
         msg_id = self.client.execute(code)
         stdout, stderr, error = [], [], ""
+        displayed: list[dict[str, Any]] = []
         while True:
             msg = self.client.get_iopub_msg(timeout=timeout)
             kind, content = msg["msg_type"], msg["content"]
@@ -111,6 +114,11 @@ class Kernel:
                 continue
             if kind == "stream":
                 (stdout if content["name"] == "stdout" else stderr).append(content["text"])
+            elif kind == "display_data":
+                displayed.append(content)
+                stdout.append(content["data"].get("text/plain", "") + "\n")
+            elif kind == "update_display_data":
+                displayed.append(content)
             elif kind == "error":
                 error = "\n".join(content["traceback"])
             elif kind == "status" and content["execution_state"] == "idle":
@@ -118,7 +126,7 @@ class Kernel:
         reply = self.client.get_shell_msg(timeout=timeout)
         while reply["parent_header"].get("msg_id") != msg_id:  # e.g. a second kernel_info reply from
             reply = self.client.get_shell_msg(timeout=timeout)  # wait_for_ready on a slow start
-        return Reply("".join(stdout), "".join(stderr), reply["content"]["status"], error)
+        return Reply("".join(stdout), "".join(stderr), reply["content"]["status"], error, displayed)
 
     def comm_message(self, kind: str, timeout: float = 30, **match: Any) -> dict[str, Any]:
         """The content of the first iopub ``kind`` message (comm_open, comm_msg, stream...) whose content

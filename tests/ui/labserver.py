@@ -54,7 +54,11 @@ class Lab:
     root: Path
     scenario: Path
 
+    app: str = "jupyterlab"
+
     def notebook_url(self, name: str) -> str:
+        if self.app == "notebook":
+            return f"{self.url}/notebooks/{name}?token={TOKEN}"
         return f"{self.url}/lab/tree/{name}?token={TOKEN}&reset"
 
     def set_scenario(self, text: str) -> None:
@@ -95,12 +99,12 @@ def open_notebook(page: Page, lab: Lab, name: str, cells: list[str], kernel: str
     page.wait_for_function(KERNEL_IDLE, timeout=90_000)
 
 
-def run_cell(page: Page, index: int) -> str:
+def run_cell(page: Page, index: int, timeout_ms: float = 5_000) -> str:
     """Click into cell ``index``, press Shift+Enter, wait for it to finish; its output text."""
     cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(index)  # the active notebook
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
-    expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"))
+    expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=timeout_ms)
     return "".join(cell.locator(".jp-OutputArea-output").all_inner_texts())
 
 
@@ -206,9 +210,13 @@ def write_kernelspecs(share: Path) -> None:
 
 
 @contextmanager
-def running_lab(base: Path, scenario_text: str) -> Iterator[Lab]:
+def running_lab(
+    base: Path, scenario_text: str, app: str = "jupyterlab", disabled: tuple[str, ...] = ()
+) -> Iterator[Lab]:
     """`jupyter lab` on a free port, its files under ``base``; its kernels read the stand-in NVML
-    (this process's LD_LIBRARY_PATH) and a scenario file of their own."""
+    (this process's LD_LIBRARY_PATH) and a scenario file of their own. ``app="notebook"``: Notebook 7
+    instead; ``disabled``: labextensions this server does not load (as `jupyter labextension disable`
+    would, in a configuration directory of its own)."""
     root = base / "notebooks"
     root.mkdir()
     scenario = base / "active.scenario"
@@ -217,6 +225,11 @@ def running_lab(base: Path, scenario_text: str) -> Iterator[Lab]:
     news.parent.mkdir(parents=True)
     news.write_text('{"fetchNews": "false"}')  # no "get notified about news?" toast over the screenshots
     write_kernelspecs(base / "share")
+    config = base / "config"
+    (config / "labconfig").mkdir(parents=True)
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": dict.fromkeys(disabled, True)})
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_"))}
     env.update(
         {
@@ -225,6 +238,7 @@ def running_lab(base: Path, scenario_text: str) -> Iterator[Lab]:
             "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
             "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
             "JUPYTER_PATH": str(base / "share"),  # the test kernelspecs (write_kernelspecs)
+            "JUPYTER_CONFIG_DIR": str(config),
             "XDG_CACHE_HOME": str(base / "cache"),  # the overhead cache: none from earlier runs
         }
     )
@@ -235,14 +249,14 @@ def running_lab(base: Path, scenario_text: str) -> Iterator[Lab]:
         [
             sys.executable,
             "-m",
-            "jupyterlab",
+            app,
             "--no-browser",
             f"--port={port}",
             "--ip=127.0.0.1",
             f"--IdentityProvider.token={TOKEN}",
             f"--ServerApp.root_dir={root}",
             "--ServerApp.allow_root=True",
-            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.expose_app_in_browser=True" if app == "jupyterlab" else "--expose-app-in-browser",
         ],
         env=env,
         stdout=log,
@@ -258,7 +272,7 @@ def running_lab(base: Path, scenario_text: str) -> Iterator[Lab]:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"JupyterLab did not start:\n{(base / 'server.log').read_text()}") from None
                 time.sleep(0.25)
-        yield Lab(url, root, scenario)
+        yield Lab(url, root, scenario, app)
     finally:
         server.terminate()
         try:

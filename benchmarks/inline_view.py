@@ -1,0 +1,168 @@
+"""The inline view (`%gpumem show`): its cost per update in the kernel (building the figure delta and
+serialising it, the header and the table) and in the browser (the widget messages, plotly.js's update,
+style and layout), with one minute and with one hour of history at 1 s.
+
+    python benchmarks/inline_view.py [--updates 60]
+
+A real JupyterLab server (without this package's labextension, so no sidebar or status bar streams
+beside the view), a real kernel and Debian's chromium (Playwright), on the stand-in NVML with 12
+processes on the GPU. In the kernel the sampler is stopped and the view is given the history, then one
+sample a second through ``view.update`` (what the sampler thread calls), this kernel's memory rising
+64 MiB a sample through its budget (the y scale, the marks and the table change).
+- Kernel: the process's CPU time (every thread: the update, and the iopub thread sending it) over the
+  updates, less the same loop without updates, per update; as a share of one core at 1 s. Also the
+  update call's own wall time. Target: < 1% of a core at 1 s.
+- Browser: the page's main-thread task time (Chrome's Performance.TaskDuration) in each 1 s interval
+  holding one update, less the median of idle intervals. Target: p95 < 8 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "ui"))
+
+import _standin
+from labserver import launch_chromium, open_notebook, running_lab
+from playwright.sync_api import Page, expect, sync_playwright
+from sidebar import BUDGET_MIB, GPU, OTHERS, OTHERS_MIB, TOTAL_MIB, MiB, percentile, sample, scenario
+
+TARGET_KERNEL_CORE_PERCENT = 1.0
+TARGET_BROWSER_P95_MS = 8.0
+
+SETUP = """%load_ext jupyter_gpumem
+import json, time, jupyter_gpumem
+from typing import Any
+from jupyter_gpumem.stream import stream
+from jupyter_gpumem.history import History
+from jupyter_gpumem.protocol import figures_only
+{constants}
+{sample}
+st = stream()
+st.sampler.configure(1.0, {history})
+view = jupyter_gpumem.show()
+st.sampler.stop()  # the benchmark feeds the view itself, one sample a second
+view._history = History(max(1, round({history})))  # replayed before the newest sample, as show() does
+start = time.time() - {history}
+for i in range({history}):
+    view._history.push(figures_only(sample(start + i, 2000 + (i * 37) % 6000, processes=False)))
+view"""
+
+LOOP = """costs, cpu0, wall0 = [], time.process_time(), time.perf_counter()
+for i in range({updates}):
+    t0 = time.perf_counter()
+    if {update}:
+        view.update(sample(time.time(), {own} + 64 * i))
+    costs.append(time.perf_counter() - t0)
+    time.sleep(max(0.0, 1.0 - (time.perf_counter() - t0)))
+print(json.dumps({{"cpu_s": time.process_time() - cpu0, "wall_s": time.perf_counter() - wall0, "costs": costs}}))"""
+
+
+def task_ms(cdp: object) -> float:
+    metrics = cdp.send("Performance.getMetrics")["metrics"]  # type: ignore[attr-defined]
+    return 1000 * next(m["value"] for m in metrics if m["name"] == "TaskDuration")
+
+
+def run_loop(page: Page, cdp: object, index: int, updates: int) -> tuple[dict[str, float], list[float]]:
+    """Run cell ``index`` (the loop) and read the page's task time once a second meanwhile."""
+    cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(index)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(cell.locator(".jp-InputPrompt")).to_have_text("[*]:")
+    page.wait_for_timeout(500)  # half a second out of phase with the kernel's updates
+    intervals, last = [], task_ms(cdp)
+    for _ in range(updates - 1):
+        page.wait_for_timeout(1000)
+        now = task_ms(cdp)
+        intervals.append(now - last)
+        last = now
+    expect(cell.locator(".jp-InputPrompt")).not_to_have_text("[*]:", timeout=60_000)
+    out = cell.locator(".jp-OutputArea-output").last.inner_text()
+    return json.loads(out), intervals
+
+
+def measure(page: Page, cdp: object, lab_root: object, history: int, updates: int, name: str) -> dict[str, float]:
+    constants = "\n".join(
+        f"{k} = {v!r}"
+        for k, v in dict(
+            MiB=MiB, GPU=GPU, TOTAL_MIB=TOTAL_MIB, BUDGET_MIB=BUDGET_MIB, OTHERS=OTHERS, OTHERS_MIB=OTHERS_MIB
+        ).items()
+    )
+    setup = SETUP.format(constants=constants, sample=inspect.getsource(sample), history=history)
+    cells = [
+        setup,
+        LOOP.format(updates=updates, update=False, own=BUDGET_MIB - 2000),
+        LOOP.format(updates=updates, update=True, own=BUDGET_MIB - 2000),
+    ]
+    open_notebook(page, lab_root, name, cells)  # type: ignore[arg-type]
+    cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(0)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(page.locator(".jp-gpumem-view .js-plotly-plot .legendtext").first).to_be_attached(timeout=120_000)
+    idle, idle_intervals = run_loop(page, cdp, 1, updates)
+    busy, busy_intervals = run_loop(page, cdp, 2, updates)
+    base = statistics.median(idle_intervals)
+    browser = [max(0.0, v - base) for v in busy_intervals]
+    cpu_per_update = (busy["cpu_s"] - idle["cpu_s"]) / updates
+    return {
+        "kernel_cpu_ms": 1000 * cpu_per_update,
+        "kernel_core_percent": 100 * cpu_per_update / 1.0,
+        "update_call_p50_ms": 1000 * statistics.median(busy["costs"]),
+        "update_call_p95_ms": 1000 * percentile(busy["costs"], 95),
+        "browser_p50_ms": statistics.median(browser),
+        "browser_p95_ms": percentile(browser, 95),
+        "browser_idle_ms": base,
+        "points": float(
+            page.evaluate(
+                "() => (document.querySelector('.jp-gpumem-view .scatterlayer .trace:nth-child(5) .js-line')"
+                "?.getAttribute('d') || '').split(/[ML]/).length - 1"
+            )
+        ),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--updates", type=int, default=60)
+    args = parser.parse_args()
+    _standin.ensure(scenario(BUDGET_MIB - 2000))
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        sync_playwright() as playwright,
+        running_lab(Path(tmp), scenario(BUDGET_MIB - 2000), disabled=("jupyter-gpumem",)) as lab,
+    ):
+        browser = launch_chromium(playwright)
+        results = {}
+        for label, history in (("1 minute of history", 60), ("1 hour of history", 3600)):
+            context = browser.new_context(viewport={"width": 1400, "height": 900})
+            page = context.new_page()
+            cdp = context.new_cdp_session(page)
+            cdp.send("Performance.enable")
+            results[label] = measure(page, cdp, lab, history, args.updates, f"bench{history}.ipynb")
+            context.close()
+        browser.close()
+    for label, r in results.items():
+        print(
+            f"{label}: kernel {r['kernel_cpu_ms']:.2f} ms CPU per update = {r['kernel_core_percent']:.2f}% of a core "
+            f"at 1 s (update call p50 {r['update_call_p50_ms']:.2f} ms, p95 {r['update_call_p95_ms']:.2f} ms); "
+            f"browser p50 {r['browser_p50_ms']:.2f} ms, p95 {r['browser_p95_ms']:.2f} ms per update "
+            f"(idle interval {r['browser_idle_ms']:.2f} ms); {r['points']:.0f} vertices in this kernel's drawn line"
+        )
+    hour = results["1 hour of history"]
+    print(
+        f"targets: kernel < {TARGET_KERNEL_CORE_PERCENT}% of a core: "
+        f"{'met' if hour['kernel_core_percent'] < TARGET_KERNEL_CORE_PERCENT else 'NOT met'}; "
+        f"browser p95 < {TARGET_BROWSER_P95_MS} ms: "
+        f"{'met' if hour['browser_p95_ms'] < TARGET_BROWSER_P95_MS else 'NOT met'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

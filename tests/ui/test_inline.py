@@ -1,0 +1,137 @@
+"""The inline live view (`%gpumem show`) in a real JupyterLab, with and without this package's labextension
+(a hub image that only pip-installed the kernel side): the stand-in's figures, moving while a cell is
+busy, two views, closing one; and the rich status rendered as a table."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from labserver import ARTIFACTS, SCENARIOS, Lab, open_notebook, run_cell, running_lab
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.browser
+
+BUDGET = "%load_ext jupyter_gpumem\n%gpumem fraction=0.5 framework=tensorflow"
+
+
+def grow(lab: Lab, own_mib: int, sleep_s: float) -> str:
+    """A cell that makes this kernel hold ``own_mib`` on GPU 0 in the stand-in's scenario, then sleeps."""
+    text = (SCENARIOS / "sidebar.scenario").read_text()
+    text = text.replace("pid=self used=3174MiB", f"pid=self used={own_mib}MiB")
+    text = text.replace("used=16500MiB", f"used={16500 - 3174 + own_mib}MiB", 1)
+    return (
+        "import time\nfrom pathlib import Path\nfrom jupyter_gpumem import standin\n"
+        f"standin.write_scenario(Path({str(lab.scenario)!r}), {text!r})\ntime.sleep({sleep_s})"
+    )
+
+
+@pytest.fixture(scope="module")
+def bare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab without jupyter-gpumem's labextension: only ipywidgets' and anywidget's."""
+    scenario = (SCENARIOS / "sidebar.scenario").read_text()
+    with running_lab(tmp_path_factory.mktemp("bare"), scenario, disabled=("jupyter-gpumem",)) as lab:
+        yield lab
+
+
+def chart_points(page: Page, view: int = 0) -> int:
+    """How many points this kernel's line has in the view's plotly chart (the 5th trace drawn)."""
+    return int(
+        page.evaluate(
+            """i => {
+              const view = document.querySelectorAll('.jp-gpumem-view')[i];
+              const path = view?.querySelector('.scatterlayer .trace:nth-child(5) .js-line');
+              const d = path?.getAttribute('d') || '';
+              return (d.match(/[ML]/g) || []).length;
+            }""",
+            view,
+        )
+    )
+
+
+def check_inline_view(page: Page, lab: Lab, name: str, screenshot: str) -> None:
+    lab.set_scenario((SCENARIOS / "sidebar.scenario").read_text())
+    open_notebook(page, lab, name, [BUDGET, "%gpumem show", grow(lab, 6000, 6), "%gpumem show", grow(lab, 8000, 4)])
+    run_cell(page, 0)
+    run_cell(page, 1, timeout_ms=60_000)  # the first view imports plotly (seconds on a small machine)
+    view = page.locator(".jp-gpumem-view").first
+    headline = view.locator(".jp-gpumem-headline")
+    expect(headline).to_contain_text("3.1 of 20.0 GiB budget (15%, not in force)")
+    expect(view.locator(".jp-gpumem-source")).to_have_text("exact")
+    expect(view.locator(".jp-gpumem-banner")).to_contain_text("SIMULATED GPU")
+    expect(view.locator(".jp-gpumem-device")).to_have_text("GPU 0 · NVIDIA A100-SXM4-40GB · 16.1 GiB of 40.0 GiB used")
+    rows = view.locator(".jp-gpumem-processes tbody tr")
+    expect(rows).to_have_count(3)
+    expect(view.locator("tr.jp-gpumem-self .jp-gpumem-badge")).to_have_text("this kernel")
+    expect(rows.nth(2).locator(".jp-gpumem-name")).to_have_text("<img src=x onerror=alert(1)>")
+    assert view.locator("img").count() == 0
+    expect(view.locator(".js-plotly-plot .legendtext").first).to_be_visible()
+    legend = view.locator(".js-plotly-plot .legendtext").all_text_contents()
+    assert legend == ["this kernel", "TensorFlow in use", "others", "budget", "device total"]
+    # plotly.js draws no group for the over-budget marks while there are none: five lines.
+    page.wait_for_function("() => document.querySelectorAll('.jp-gpumem-view .scatterlayer .trace').length === 5")
+    page.wait_for_function(
+        """() => (document.querySelector('.jp-gpumem-view .scatterlayer .trace:nth-child(5) .js-line')
+                 ?.getAttribute('d') || '').includes('L')"""
+    )
+    # The busy cell: the kernel grows to 6000 MiB and the cell sleeps; the view moves before it ends.
+    cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(2)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(headline).to_contain_text("5.9 of 20.0 GiB budget (29%, not in force)", timeout=5_000)
+    expect(cell.locator(".jp-InputPrompt")).to_have_text("[*]:")  # still running
+    before = chart_points(page)
+    page.wait_for_timeout(1500)
+    assert chart_points(page) > before  # the chart grows too, not only the text
+    expect(view.locator(".jp-gpumem-status")).to_contain_text(re.compile(r"live · \d\d:\d\d:\d\d · every 1 s"))
+    expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=15_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).screenshot(path=ARTIFACTS / screenshot)
+    # A second view shares the sampler; stopping the first leaves its picture, the second moves on.
+    run_cell(page, 3)
+    expect(page.locator(".jp-gpumem-view:not(.jp-gpumem-snapshot)")).to_have_count(2)
+    second = page.locator(".jp-gpumem-view").nth(1).locator(".jp-gpumem-headline")
+    expect(second).to_contain_text("5.9 of 20.0 GiB budget")
+    view.get_by_role("button", name="Stop").click()
+    still = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).locator(".jp-gpumem-snapshot")
+    expect(still).to_contain_text("Stopped at")
+    expect(still.locator("svg.jp-gpumem-still polyline").first).to_be_attached()
+    expect(page.locator(".jp-gpumem-view:not(.jp-gpumem-snapshot)")).to_have_count(1)
+    cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(4)  # busy again: 8000 MiB
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    live = page.locator(".jp-gpumem-view:not(.jp-gpumem-snapshot) .jp-gpumem-headline")
+    expect(live).to_contain_text("7.8 of 20.0 GiB budget", timeout=8_000)
+    expect(still.locator(".jp-gpumem-headline")).to_contain_text("5.9 of 20.0 GiB budget")  # it stays still
+
+
+def test_inline_view_in_jupyterlab_with_the_labextension(page: Page, lab: Lab) -> None:
+    check_inline_view(page, lab, "inline.ipynb", "inline-view-light.png")
+    expect(page.locator('.jp-SideBar [data-id="jupyter-gpumem-panel"]')).to_have_count(1)
+
+
+def test_inline_view_in_jupyterlab_without_the_labextension(page: Page, bare_lab: Lab) -> None:
+    check_inline_view(page, bare_lab, "bare.ipynb", "inline-view-without-labextension.png")
+    expect(page.locator('.jp-SideBar [data-id="jupyter-gpumem-panel"]')).to_have_count(0)  # really without it
+
+
+def test_rich_status_is_a_table_with_this_kernel_marked_and_the_hostile_name_as_text(page: Page, lab: Lab) -> None:
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    lab.set_scenario((SCENARIOS / "sidebar.scenario").read_text())
+    open_notebook(page, lab, "status.ipynb", ["%load_ext jupyter_gpumem\n%gpumem status", "import os; os.getpid()"])
+    run_cell(page, 0)
+    pid = run_cell(page, 1).strip()
+    table = page.locator(".jp-gpumem-rich table.jp-gpumem-processes").first
+    rows = table.locator("tbody tr")
+    expect(rows).to_have_count(3)
+    cells = [[c.strip() for c in r.locator("td").all_inner_texts()] for r in rows.all()]
+    assert cells[0][:3] == ["31337", "N/A", "12000 MiB"]
+    assert cells[1][0] == pid and cells[1][2] == "3174 MiB" and cells[1][5].startswith("python")
+    assert cells[2][5] == "<img src=x onerror=alert(1)>"
+    expect(table.locator("tr.jp-gpumem-self")).to_have_count(1)
+    assert page.locator(".jp-gpumem-rich img").count() == 0 and dialogs == []
+    expect(page.locator(".jp-gpumem-rich .jp-gpumem-memory").first).to_have_text(
+        "memory 16500 MiB used of 40960 MiB (40.0 GiB) (40%) · 24460 MiB free · utilisation 71%"
+    )

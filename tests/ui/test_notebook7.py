@@ -1,0 +1,63 @@
+"""Notebook 7 (the `notebook` package), a real server and Debian's chromium: the GPU Memory sidebar loads in
+its right panel (no ILabShell there, no status bar) and the inline view works in its notebooks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from labserver import ARTIFACTS, SCENARIOS, Lab, open_notebook, run_cell, running_lab
+from playwright.sync_api import Page, expect
+from test_inline import BUDGET, grow
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    scenario = (SCENARIOS / "sidebar.scenario").read_text()
+    with running_lab(tmp_path_factory.mktemp("nb7"), scenario, app="notebook") as lab:
+        yield lab
+
+
+def test_the_sidebar_opens_in_notebook_7s_right_panel_and_streams(page: Page, notebook7: Lab) -> None:
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" and "gpumem" in m.text else None)
+    open_notebook(page, notebook7, "sidebar7.ipynb", [BUDGET])
+    assert "/notebooks/" in page.url  # Notebook 7's own page, not JupyterLab
+    assert page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"
+    run_cell(page, 0)
+    # The palette command (also in View → Right Sidebar), as a user would run it.
+    assert page.evaluate("() => window.jupyterapp.commands.hasCommand('jupyter-gpumem:open')")
+    page.evaluate("() => window.jupyterapp.commands.execute('jupyter-gpumem:open')")
+    panel = page.locator("#jupyter-gpumem-panel")
+    expect(panel).to_be_visible()
+    assert page.evaluate(
+        "() => !!document.getElementById('jupyter-gpumem-panel').closest('#jp-right-stack, .jp-SidePanel-right')"
+        " || window.jupyterapp.shell.widgets('right').some(w => w.id === 'jupyter-gpumem-panel')"
+    )
+    expect(panel.locator(".jp-GpuMem-headline")).to_have_text("3.1 of 20.0 GiB budget (15%, not in force)")
+    expect(panel.locator(".jp-GpuMem-banner")).to_contain_text("SIMULATED GPU")
+    expect(panel.locator("tr.jp-GpuMem-self .jp-GpuMem-badge")).to_have_text("this kernel")
+    expect(panel.locator(".jp-GpuMem-plot")).to_be_attached()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / "notebook7-sidebar.png")
+    assert errors == []
+
+
+def test_the_inline_view_works_in_notebook_7_and_moves_while_a_cell_sleeps(page: Page, notebook7: Lab) -> None:
+    notebook7.set_scenario((SCENARIOS / "sidebar.scenario").read_text())
+    open_notebook(page, notebook7, "inline7.ipynb", [BUDGET, "%gpumem show", grow(notebook7, 6000, 5)])
+    run_cell(page, 0)
+    run_cell(page, 1, timeout_ms=60_000)
+    view = page.locator(".jp-gpumem-view").first
+    headline = view.locator(".jp-gpumem-headline")
+    expect(headline).to_contain_text("3.1 of 20.0 GiB budget (15%, not in force)")
+    expect(view.locator(".js-plotly-plot .legendtext").first).to_be_attached()
+    cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(2)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(headline).to_contain_text("5.9 of 20.0 GiB budget (29%, not in force)", timeout=5_000)
+    expect(cell.locator(".jp-InputPrompt")).to_have_text("[*]:")  # still running
+    expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=15_000)
