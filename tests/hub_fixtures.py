@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server_fixtures import clean_environment, free_port, http, wait_for
+from server_fixtures import clean_environment, free_port, http, stop, wait_for
 
 from jupyter_gpumem import standin
 
@@ -186,7 +186,7 @@ def running_hub(
         hub = Hub(f"http://127.0.0.1:{ports[0]}", base, base / "active.scenario")
         if _ready(hub, process, 90):
             break
-        _stop(process)
+        stop(process, 60)
         if "address already in use" not in log_path.read_text().lower():
             raise RuntimeError(f"jupyterhub did not start:\n{log_path.read_text()}")
     else:
@@ -194,7 +194,7 @@ def running_hub(
     try:
         yield hub
     finally:
-        _stop(process)
+        stop(process, 60)  # the hub stops its spawned servers, its services and its proxy
 
 
 def _ready(hub: Hub, process: subprocess.Popen[bytes], timeout: float) -> bool:
@@ -207,12 +207,3 @@ def _ready(hub: Hub, process: subprocess.Popen[bytes], timeout: float) -> bool:
             pass
         time.sleep(0.3)
     return False
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()  # the hub stops its spawned servers (cleanup_servers), its services and its proxy
-    try:
-        process.wait(60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()

@@ -227,7 +227,7 @@ def running_server(
         server = Server(f"http://127.0.0.1:{port}", base / "runtime", scenario)
         if _ready(server, process, timeout=60):
             break
-        _stop(process)
+        stop(process)
         if "address already in use" not in log_path.read_text().lower():
             raise RuntimeError(f"jupyter server did not start:\n{log_path.read_text()}")
     else:
@@ -237,7 +237,7 @@ def running_server(
     finally:
         for kernel_id in list(server.kernels):
             server.stop_kernel(kernel_id)
-        _stop(process)
+        stop(process)
 
 
 def _ready(server: Server, process: subprocess.Popen[bytes], timeout: float) -> bool:
@@ -252,10 +252,11 @@ def _ready(server: Server, process: subprocess.Popen[bytes], timeout: float) -> 
     return False
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop(process: subprocess.Popen[bytes], timeout_s: float = 20) -> None:
+    """Terminate, and kill what is still running after ``timeout_s``."""
     process.terminate()
     try:
-        process.wait(20)
+        process.wait(timeout_s)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
@@ -306,7 +307,7 @@ def running_prometheus(
             time.sleep(0.2)
         if process.poll() is None and time.monotonic() < deadline:
             break
-        _stop(process)
+        stop(process)
         if "address already in use" not in log_path.read_text().lower():
             raise RuntimeError(f"prometheus did not start:\n{log_path.read_text()}")
     else:
@@ -314,7 +315,7 @@ def running_prometheus(
     try:
         yield url
     finally:
-        _stop(process)
+        stop(process)
 
 
 def prometheus_query(url: str, query: str) -> list[dict[str, Any]]:
