@@ -35,6 +35,13 @@ def report_path(connection_file: str | os.PathLike[str]) -> Path:
     return connection.parent / FOLDER / connection.name
 
 
+def notice_path(connection_file: str | os.PathLike[str]) -> Path:
+    """Where the server leaves a notice for the kernel with this connection file (docs/server.md): beside its
+    report, ``kernel-<id>.notice.json``. The server writes it; the kernel reads it and shows it."""
+    report = report_path(connection_file)
+    return report.with_name(report.stem + ".notice.json")
+
+
 def kernel_report_path() -> Path | None:
     """This kernel's report file; None outside an ipykernel (plain IPython, a script)."""
     try:
