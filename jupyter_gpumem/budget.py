@@ -13,9 +13,10 @@ from .attribution import Match, Own, View, attribute, pid_view
 from .frameworks.base import Allocator
 from .limits import Limits
 from .limits import read as read_limits
-from .model import Device, Snapshot
+from .model import Device, GpuProcess, Snapshot
 from .overhead import Overhead, estimate
 from .plan import GpuPlan, Plan
+from .privacy import Others, Rule
 from .state import State
 from .units import format_bytes
 
@@ -49,6 +50,7 @@ class Reading:
     breakdowns: dict[str, Breakdown]  # GPU uuid -> the split, for every GPU when there is a plan
     owns: dict[str, Own] = field(default_factory=dict)  # GPU uuid -> this kernel's memory there, attributed
     limits: Limits = field(default_factory=Limits)  # which limit holds on each GPU, hard or cooperative
+    privacy: Rule = field(default_factory=Rule)  # what is shown of other users' processes
 
     @property
     def plan(self) -> Plan | None:
@@ -77,6 +79,12 @@ class Reading:
     @property
     def framework(self) -> str | None:
         return self.state.framework
+
+    def shown(self, device: Device) -> tuple[tuple[GpuProcess, ...], Others | None]:
+        """The processes every surface lists on ``device`` (this kernel's always), and other users' aggregate
+        where privacy hides them one by one (privacy.py)."""
+        own = self.own(device).pid
+        return self.privacy.split(device, () if own is None else (own,))
 
 
 def breakdown(
@@ -146,13 +154,14 @@ def reading(
     matches: dict[str, Match] | None = None,
     overhead: Callable[[Device], Overhead] | None = None,
     limits: Limits | None = None,
+    privacy: Rule | None = None,
 ) -> Reading:
     """The Reading, with this kernel's memory attributed on every GPU and a Breakdown for every GPU when
     there is a plan. ``measured``: this kernel's overhead measurement on a GPU (by uuid), if any;
     ``matches``: what the Matcher found per GPU; ``overhead(device)``: what lies outside the framework's
     pool there, for an estimate (by default: measured, else what the plan set aside, else estimated per
     GPU generation); ``limits``: which limit holds on each GPU (by default MIG and the budgets, without
-    looking at MPS)."""
+    looking at MPS); ``privacy``: what is shown of other users' processes (by default every process)."""
     plan = state.plan
     planned = {g.uuid: g for g in plan.gpus} if plan else {}
     framework = state.framework
@@ -200,7 +209,7 @@ def reading(
             )
     if limits is None:
         limits = read_limits(snapshot, None, {g.uuid: g.budget_bytes for g in planned.values()})
-    return Reading(snapshot, state, started, allocators, breakdowns, owns, limits)
+    return Reading(snapshot, state, started, allocators, breakdowns, owns, limits, privacy or Rule())
 
 
 def _outside_measured(

@@ -39,10 +39,12 @@ from traitlets.config.loader import (
 
 from .plan import Ceiling
 from .policy import Policy, PolicyError, parse_value
+from .privacy import Level, level_of, most_private
 
-SETTINGS = ("fraction", "limit", "growth", "gpus", "threads", "max_fraction", "max_limit")
+SETTINGS = ("fraction", "limit", "growth", "gpus", "threads", "max_fraction", "max_limit", "privacy")
 DEFAULTS = ("fraction", "limit", "growth", "gpus", "threads")  # in the order they combine into a Policy
 CEILINGS = ("max_fraction", "max_limit")  # the lowest of every source holds, not the last read
+PRIVACY = ("privacy",)  # the most private of every source holds, as for a ceiling
 
 log = logging.getLogger("jupyter_gpumem")
 
@@ -56,6 +58,7 @@ FORMS = {
     "threads": 'a whole number such as 2, or a string such as "2"',
     "max_fraction": 'a number such as 0.5, or a string such as "0.5" or "50%"',
     "max_limit": 'a size string such as "20GiB", or a whole number of bytes such as 2e10',
+    "privacy": '"aggregate", "names" or "list"',
 }
 
 
@@ -123,6 +126,11 @@ class IntOrString(_Setting):
         super().__init__([_Whole(), Unicode()], help)
 
 
+class String(_Setting):
+    def __init__(self, help: str):
+        super().__init__([Unicode()], help)
+
+
 class IntListOrString(_Setting):
     def __init__(self, help: str):
         super().__init__([_Whole(), Unicode(), List(Union([_Whole(), Unicode()]))], help)
@@ -186,6 +194,14 @@ class GpumemConfig(Configurable):
         f'Ceiling as a size per GPU: a string ("20GiB") or a whole number of bytes (2e10 too). {_CEILING_NOTE}'
     )
 
+    privacy = String(
+        'What a kernel shows of other Unix users\' GPU processes: "aggregate" (their count and memory per GPU), '
+        '"names" (the same per user) or "list" (every process, its PID, user and name). Never a command line. '
+        "Default: aggregate under JupyterHub (JUPYTERHUB_USER set), else list. As for a ceiling, every source "
+        "counts and the most private holds, so a user cannot show more than the administrator chose. This "
+        "limits what jupyter-gpumem shows, not what a user can see: nvidia-smi lists every process on the GPU."
+    )
+
     def __init__(self, **kwargs: Any) -> None:
         # Filled while traitlets loads the configuration (in super().__init__, via _find_my_config).
         self.refused: dict[str, str] = {}  # setting -> the sentence saying its configured value was ignored
@@ -221,6 +237,10 @@ class GpumemConfig(Configurable):
     def _max_limit(self) -> str:
         return _env("max_limit")
 
+    @default("privacy")
+    def _privacy(self) -> str:
+        return _env("privacy")
+
     def _find_my_config(self, cfg: Config) -> Any:
         """This class's section of ``cfg`` less the values its traits refuse, each remembered in ``refused``.
 
@@ -240,7 +260,7 @@ class GpumemConfig(Configurable):
             try:
                 kept[name] = _validated(self, traits[name], name, value)
             except Exception:  # anything a user's value does on the way is that value's fault, not ours
-                if name in CEILINGS:
+                if name in CEILINGS + PRIVACY:
                     self._refused_ceilings[name] = value  # ceiling() names the source it came from
                 else:
                     self.refused[name] = _wrong_type(name, value)
@@ -299,12 +319,34 @@ class GpumemConfig(Configurable):
                 _warn(application_of(self), problem)
         return ceiling, problems
 
-    def ceilings_given(self) -> list[_Given]:
-        """Every max_fraction / max_limit value and its source: the environment; when an IPython application
-        loaded this configuration (a kernel, a terminal IPython), each file it loaded, read again on its own
-        (system-wide ones first, the user's profile last), and its command line; last, what this object holds
-        where no source above explains it (``%config``, a value given to the constructor)."""
-        given = [_Given(s, _env(s), "environment") for s in CEILINGS if _env(s)]
+    def privacy_level(self) -> tuple[Level, list[str]]:
+        """The privacy level (privacy.py): the most private that any source sets, else the default; and a
+        sentence for each value that was ignored, naming its source, also logged once."""
+        levels: list[Level] = []
+        problems = []
+        for given in self.ceilings_given(PRIVACY):
+            level: Level | None = (
+                "aggregate" if given.kind == "unreadable" else level_of(given.value)
+            )  # ceiling() says why
+            if level is None and not _blank(given.value):  # a typo must not show more than was meant
+                problems.append(f"{given.shown()} was read as aggregate: privacy takes {FORMS['privacy']}.")
+                level = "aggregate"
+            if level is not None:
+                levels.append(level)
+        chosen = most_private(levels)
+        for problem in problems:
+            if problem not in self._logged:
+                self._logged.add(problem)
+                _warn(application_of(self), problem)
+        return chosen, problems
+
+    def ceilings_given(self, settings: tuple[str, ...] = CEILINGS) -> list[_Given]:
+        """Every value of ``settings`` (max_fraction and max_limit by default) and its source: the environment;
+        when an IPython application loaded this configuration (a kernel, a terminal IPython), each file it
+        loaded, read again on its own (system-wide ones first, the user's profile last), and its command line;
+        last, what this object holds where no source above explains it (``%config``, a value given to the
+        constructor)."""
+        given = [_Given(s, _env(s), "environment") for s in settings if _env(s)]
         application = application_of(self)
         if application is not None:
             for path in getattr(application, "loaded_config_files", []):
@@ -312,22 +354,23 @@ class GpumemConfig(Configurable):
                 if isinstance(loaded, str):
                     given.append(_Given("", loaded, "unreadable", path))  # ceiling() says so
                 else:
-                    given.extend(self._given_in(loaded, "file", path))
-            given.extend(self._given_in(getattr(application, "cli_config", None) or Config(), "command line"))
-        for setting in CEILINGS:
+                    given.extend(self._given_in(loaded, settings, "file", path))
+            cli = getattr(application, "cli_config", None) or Config()
+            given.extend(self._given_in(cli, settings, "command line"))
+        for setting in settings:
             value = self._refused_ceilings.get(setting, getattr(self, setting))
             if _blank(value) or any(g.setting == setting and _same(g.value, value) for g in given):
                 continue
             given.append(_Given(setting, value, "configuration"))
         return given
 
-    def _given_in(self, config: Config, kind: str, where: str = "") -> list[_Given]:
-        """The ceilings one source's configuration gives this object (its nested sections too, as traitlets
-        finds them), each resolved and checked as traitlets would set it where that works."""
+    def _given_in(self, config: Config, settings: tuple[str, ...], kind: str, where: str = "") -> list[_Given]:
+        """The values of ``settings`` one source's configuration gives this object (its nested sections too, as
+        traitlets finds them), each resolved and checked as traitlets would set it where that works."""
         section = Configurable._find_my_config(self, config)
         traits = self.traits(config=True)
         given = []
-        for setting in CEILINGS:
+        for setting in settings:
             if setting in section:
                 value = section[setting]
                 with suppress(Exception):  # else shown and reported as written

@@ -33,6 +33,7 @@ from .model import Device, Snapshot
 from .overhead import Calibration, Overhead, estimate
 from .plan import Ceiling, Plan, make_plan
 from .policy import Policy, PolicyError
+from .privacy import Rule, this_user
 from .snapshot import take_snapshot
 from .state import State
 
@@ -55,7 +56,9 @@ class Controller:
         the notebook refers to that module (framework=auto with several imported)."""
         self.config = config
         self.ceiling, ceiling_problems = config.ceiling()
-        self.problems = [*(problems or []), *ceiling_problems]
+        level, privacy_problems = config.privacy_level()
+        self.privacy = Rule(level, this_user())  # what every surface shows of other users' processes
+        self.problems = [*(problems or []), *ceiling_problems, *privacy_problems]
         self.adapters = dict(adapters) if adapters is not None else {n: a() for n, a in ADAPTERS.items()}
         self.calibration = calibration or Calibration()
         self.matcher = Matcher()  # fed by read(): which listed process is this kernel's, in a container
@@ -174,6 +177,7 @@ class Controller:
             matches=matches,
             overhead=overhead,
             limits=limits.read(snapshot, self._environment.environ, budgets),
+            privacy=self.privacy,
         )
 
     def framework_uuids(self, reading: Reading) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 from .attribution import pid_view, unlisted_bytes
 from .budget import Reading
 from .model import Device, GpuProcess, Snapshot
+from .privacy import others_line
 from .report import LOST, NA_MEMORY, kernel_lines, printable, unlisted_note
 from .units import format_bytes, format_percent, format_total
 
@@ -148,14 +149,15 @@ def _device_html(device: Device, reading: Reading | None, view: Any) -> str:
             f"<p>MIG {slot} {esc(mig.uuid or 'uuid unknown')} {figure(format_bytes(mig.used_bytes))} used of "
             f"{figure(format_bytes(mig.total_bytes))}</p>"
         )
+    processes, others = reading.shown(device) if reading else (device.processes, None)
     if not device.processes_known:
         parts.append("<p>processes: the driver does not report them on this GPU</p>")
     elif not device.processes:
         parts.append('<p class="jp-gpumem-muted">no processes</p>')
-    else:
+    elif processes:
         own = reading.own(device) if reading else None
         matched = own.pid if own and own.source == "matched" else None
-        rows = sorted(device.processes, key=lambda p: -1 if p.used_bytes is None else p.used_bytes, reverse=True)
+        rows = sorted(processes, key=lambda p: -1 if p.used_bytes is None else p.used_bytes, reverse=True)
         parts.append(
             '<table class="jp-gpumem-processes"><thead><tr><th class="jp-gpumem-num">PID</th><th>User</th>'
             '<th class="jp-gpumem-num">GPU memory</th><th class="jp-gpumem-num">CPU%</th><th>Type</th>'
@@ -163,8 +165,10 @@ def _device_html(device: Device, reading: Reading | None, view: Any) -> str:
         )
         parts.extend(_process_row(p, matched) for p in rows)
         parts.append("</tbody></table>")
-        if any(p.used_bytes is None for p in device.processes):
-            parts.append(f'<p class="jp-gpumem-muted">{esc(NA_MEMORY)}</p>')
+    if others and others.processes:
+        parts.append(f'<p class="jp-gpumem-others">{esc(others_line(others, format_bytes))}</p>')
+    if any(p.used_bytes is None for p in device.processes):
+        parts.append(f'<p class="jp-gpumem-muted">{esc(NA_MEMORY)}</p>')
     hidden = unlisted_bytes(device, view)
     if hidden is not None:
         parts.append(f"<p>{esc(unlisted_note(hidden, view))}</p>")

@@ -17,12 +17,15 @@ from ._version import __version__
 from .attribution import unlisted_bytes
 from .budget import Reading
 from .model import Device
+from .privacy import encode as encode_others
 
 PROTOCOL = 1
 TARGET = "jupyter_gpumem"  # the comm target the sidebar registers
 
 DEFAULT_INTERVAL_S = 1.0  # the sidebar's defaults too (labextension/src/protocol.ts)
 DEFAULT_HISTORY_S = 900.0
+
+TABLE = ("processes", "others")  # what a sample says of processes; history keeps only the figures
 
 INTERVAL_RANGE_S = (0.2, 10.0)
 HISTORY_RANGE_S = (10.0, 24 * 3600.0)
@@ -60,6 +63,7 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> dict[str, 
     overhead = split.overhead if split else None
     own = reading.own(device)
     limit = reading.limits.gpus.get(uuid)
+    processes, others = reading.shown(device)
     return {
         "index": device.index,
         "uuid": device.uuid,
@@ -99,14 +103,15 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> dict[str, 
                 # Seen by the host but its CPU% not measured yet (the first refresh): not the same as N/A.
                 "cpu_pending": bool(p.local) and p.cpu_percent is None,
             }
-            for p in device.processes
+            for p in processes
         ],
+        "others": encode_others(others),  # other users' processes, where privacy does not list them
     }
 
 
 def figures_only(sample: dict[str, Any]) -> dict[str, Any]:
     """The sample as history keeps it: the charted figures, without the process table."""
-    return {**sample, "gpus": [{k: v for k, v in g.items() if k != "processes"} for g in sample["gpus"]]}
+    return {**sample, "gpus": [{k: v for k, v in g.items() if k not in TABLE} for g in sample["gpus"]]}
 
 
 def hello(interval_s: float, history_s: float, history: list[dict[str, Any]]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import unicodedata
 from .attribution import View, pid_view, unlisted_bytes
 from .budget import Reading
 from .model import Device, GpuProcess, Snapshot
+from .privacy import others_line
 from .units import format_bytes, format_percent, format_total
 
 _PROCESS_HEADER = f"{'PID':>8}  {'USER':<12} {'GPU MEMORY':>10}  {'CPU%':>5}  {'TYPE':<8}  NAME"
@@ -61,19 +62,22 @@ def _device_lines(device: Device, view: View | None, reading: Reading | None) ->
             f"{_INDENT}MIG {slot}  {printable(mig.uuid or 'uuid unknown')}  "
             f"{format_bytes(mig.used_bytes)} used of {format_bytes(mig.total_bytes)}"
         )
+    processes, others = reading.shown(device) if reading else (device.processes, None)
     if not device.processes_known:
         lines.append(f"{_INDENT}processes: the driver does not report them on this GPU")
     elif not device.processes:
         lines.append(f"{_INDENT}no processes")
-    else:
+    elif processes:
         lines.append(_INDENT + _PROCESS_HEADER)
         # Largest first; N/A last, since unknown is not small.
-        rows = sorted(device.processes, key=lambda p: -1 if p.used_bytes is None else p.used_bytes, reverse=True)
+        rows = sorted(processes, key=lambda p: -1 if p.used_bytes is None else p.used_bytes, reverse=True)
         own = reading.own(device) if reading else None
         matched = own.pid if own and own.source == "matched" else None
         lines.extend(_INDENT + _process_line(p, matched) for p in rows)
-        if any(p.used_bytes is None for p in device.processes):
-            lines.append(_INDENT + NA_MEMORY)
+    if others and others.processes:
+        lines.append(_INDENT + printable(others_line(others, format_bytes)))
+    if any(p.used_bytes is None for p in device.processes):
+        lines.append(_INDENT + NA_MEMORY)
     hidden = unlisted_bytes(device, view)
     if hidden is not None:
         lines.append(_INDENT + unlisted_note(hidden, view))

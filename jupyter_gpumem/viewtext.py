@@ -9,6 +9,7 @@ import os
 import time
 from typing import Any, Literal
 
+from .privacy import from_sample, others_line
 from .units import GiB, MiB
 
 Level = Literal["ok", "warn", "error"]
@@ -149,6 +150,12 @@ def process_note(gpu: Gpu) -> str | None:
     if not gpu.get("processes_known", True):
         return "The driver does not list the processes on this GPU."
     return None
+
+
+def others_note(gpu: Gpu) -> str | None:
+    """Other users' processes, where privacy shows them as one figure (format.ts othersNote)."""
+    others = from_sample(gpu.get("others"))
+    return others_line(others, format_bytes) if others and others.processes else None
 
 
 def process_cells(p: dict[str, Any]) -> dict[str, str]:

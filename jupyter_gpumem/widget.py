@@ -472,8 +472,10 @@ def table_html(gpu: dict[str, Any] | None) -> str:
     if note:
         return f'<div class="jp-gpumem-detail">{esc(note)}</div>'
     rows = sorted(gpu["processes"], key=lambda p: -1 if p["used_bytes"] is None else p["used_bytes"], reverse=True)
+    others = viewtext.others_note(gpu)
+    after = f'<div class="jp-gpumem-detail jp-gpumem-others">{esc(others)}</div>' if others else ""
     if not rows:
-        return '<div class="jp-gpumem-detail">No processes on this GPU.</div>'
+        return after or '<div class="jp-gpumem-detail">No processes on this GPU.</div>'
     out = [
         '<table class="jp-gpumem-processes"><thead><tr><th class="jp-gpumem-num">PID</th><th>Name</th><th>User</th>'
         '<th class="jp-gpumem-num" title="GPU memory of the process in MiB, as nvidia-smi counts it">MiB</th>'
@@ -496,6 +498,7 @@ def table_html(gpu: dict[str, Any] | None) -> str:
             "</tr>"
         )
     out.append("</tbody></table>")
+    out.append(after)
     return "".join(out)
 
 

@@ -12,6 +12,7 @@ from jupyter_gpumem.model import Device, GpuProcess, MigDevice, Snapshot
 from jupyter_gpumem.overhead import Overhead
 from jupyter_gpumem.plan import Plan, make_plan
 from jupyter_gpumem.policy import Policy, parse
+from jupyter_gpumem.privacy import Rule
 from jupyter_gpumem.protocol import encode_sample
 from jupyter_gpumem.state import State
 from jupyter_gpumem.units import GiB, MiB
@@ -209,5 +210,17 @@ def hidden_sample() -> dict[str, object]:
             allocators={},
             measured=lambda uuid: None,
             limits=Limits(mps_server=True),
+        )
+    )
+
+
+def privacy_sample() -> dict[str, object]:
+    """S1 as alice's kernel shows it under a hub with privacy "names": bob's, mallory's and an unnamed
+    process summed per user, hers listed."""
+    snapshot = s1_snapshot()
+    state = State(Policy(), None, (ADAPTERS["tensorflow"](),), True, "TensorFlow")
+    return encode_sample(
+        reading(
+            snapshot, state, started=False, allocators={}, measured=lambda uuid: None, privacy=Rule("names", "alice")
         )
     )

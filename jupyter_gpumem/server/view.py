@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from ..model import Device, Snapshot
+from ..privacy import LEVELS, Level
 
 Status = Literal["reporting", "stale", "not_reporting"]
 
 
-Privacy = Literal["aggregate", "names", "list"]
-PRIVACY: tuple[Privacy, ...] = ("aggregate", "names", "list")
+Privacy = Level  # the kernel's levels, the same words (privacy.py)
+PRIVACY = LEVELS
 
 
 class OtherProcess(NamedTuple):

@@ -543,6 +543,43 @@ export function processCells(p: IProcess, trans: Trans): ICells {
   };
 }
 
+function processCount(count: number, trans: Trans): string {
+  return count === 1
+    ? trans.__('%1 process', count)
+    : trans.__('%1 processes', count);
+}
+
+/**
+ * Other users' processes where privacy shows them as one figure: "other users: 3 processes, 9.2
+ * GiB", per user under "names"; null when every process is listed (viewtext.others_note).
+ */
+export function othersNote(
+  gpu: Pick<IGpu, 'others'>,
+  trans: Trans
+): string | null {
+  const others = gpu.others;
+  if (others === null || others.processes === 0) {
+    return null;
+  }
+  const line = trans.__(
+    'other users: %1, %2',
+    processCount(others.processes, trans),
+    formatBytes(others.usedBytes, trans)
+  );
+  if (!others.users || others.users.length === 0) {
+    return line;
+  }
+  const each = others.users.map(u =>
+    trans.__(
+      '%1: %2, %3',
+      u.user ?? trans.__('user unknown'),
+      processCount(u.processes, trans),
+      formatBytes(u.usedBytes, trans)
+    )
+  );
+  return `${line} (${each.join('; ')})`;
+}
+
 /** What the process table says instead of (or before) its rows; null: just the rows. */
 export function processNote(
   gpu: Pick<IGpu, 'lost' | 'processesKnown'>,

@@ -29,6 +29,17 @@ export interface IProcess {
   self: boolean;
 }
 
+/** Other users' processes on one GPU as one figure, where privacy does not list them (docs/hub.md). */
+export interface IOthers {
+  processes: number;
+  /** null: the driver cannot tell for one of them (N/A). */
+  usedBytes: number | null;
+  /** Per Unix user (privacy "names"; user null: not told); null: the total only ("aggregate"). */
+  users:
+    | { user: string | null; processes: number; usedBytes: number | null }[]
+    | null;
+}
+
 export type OverheadSource = 'estimated' | 'remembered' | 'measured';
 const OVERHEAD_SOURCES: OverheadSource[] = [
   'estimated',
@@ -74,6 +85,8 @@ export interface IGpu {
   limitHard: boolean;
   /** Absent in replayed history, which keeps the charted figures only. */
   processes: IProcess[] | null;
+  /** Other users' processes, not in `processes`; null: every process is listed (or history). */
+  others: IOthers | null;
 }
 
 /**
@@ -236,6 +249,31 @@ function parseProcess(value: unknown, where: string): IProcess {
   };
 }
 
+function parseOthers(value: unknown, where: string): IOthers {
+  const o = object(value, where);
+  return {
+    processes: number(o.processes, `${where}.processes`),
+    usedBytes: bytes(o.used_bytes, `${where}.used_bytes`),
+    users:
+      o.users === null
+        ? null
+        : array(o.users, `${where}.users`).map((u, i) => {
+            const share = object(u, `${where}.users[${i}]`);
+            return {
+              user: text(share.user, `${where}.users[${i}].user`),
+              processes: number(
+                share.processes,
+                `${where}.users[${i}].processes`
+              ),
+              usedBytes: bytes(
+                share.used_bytes,
+                `${where}.users[${i}].used_bytes`
+              )
+            };
+          })
+  };
+}
+
 function parseGpu(value: unknown, where: string): IGpu {
   const g = object(value, where);
   return {
@@ -282,7 +320,11 @@ function parseGpu(value: unknown, where: string): IGpu {
         ? null
         : array(g.processes, `${where}.processes`).map((p, i) =>
             parseProcess(p, `${where}.processes[${i}]`)
-          )
+          ),
+    others:
+      g.others === undefined || g.others === null
+        ? null
+        : parseOthers(g.others, `${where}.others`)
   };
 }
 

@@ -12,6 +12,7 @@ import {
   Trans,
   columnTitle,
   columnTooltip,
+  othersNote,
   processCells,
   processNote
 } from './format';
@@ -90,6 +91,7 @@ function setTitle(node: HTMLElement, value: string): void {
 export class ProcessTable {
   private _sort = FIRST_SORT;
   private readonly _note: HTMLElement;
+  private readonly _others: HTMLElement;
   private readonly _table: HTMLTableElement;
   private readonly _head: HTMLTableRowElement;
   private readonly _body: HTMLTableSectionElement;
@@ -105,6 +107,7 @@ export class ProcessTable {
     this._note = element('div', 'jp-GpuMem-note', box);
     this._table = element('table', 'jp-GpuMem-processes', box);
     this._head = element('tr', '', element('thead', '', this._table));
+    this._others = element('div', 'jp-GpuMem-others', box);
     for (const key of COLUMNS) {
       const th = element('th', this._cellClass(key), this._head);
       th.textContent = columnTitle(key, _trans);
@@ -148,6 +151,9 @@ export class ProcessTable {
       ? [] // no figures, no rows
       : sortProcesses(gpu.processes ?? [], key, descending);
     this._table.hidden = gpu.lost || !gpu.processesKnown;
+    const others = gpu.lost ? null : othersNote(gpu, this._trans);
+    setText(this._others, others ?? '');
+    this._others.hidden = others === null;
     while (this._rows.length > processes.length) {
       this._rows.pop()!.tr.remove();
     }

@@ -23,6 +23,7 @@ import {
   policyLine,
   printable,
   processCells,
+  othersNote,
   processNote,
   simulatedBanner,
   statusText,
@@ -356,6 +357,29 @@ test('the process note: lost, or processes the driver does not list', () => {
     'The driver does not list the processes on this GPU.'
   );
   assert.equal(processNote({ lost: false, processesKnown: true }, trans), null);
+});
+
+test('other users are one line where privacy sums them, per user under "names"', () => {
+  const [gpu0, gpu1] = (
+    parseMessage(fixture('sample_privacy.json')) as ISampleMessage
+  ).sample.gpus;
+  assert.deepEqual(gpu0.processes, []);
+  assert.equal(
+    othersNote(gpu0, trans),
+    'other users: 1 process, 5.8 GiB (bob: 1 process, 5.8 GiB)'
+  );
+  assert.equal(
+    othersNote(gpu1, trans),
+    'other users: 2 processes, N/A (user unknown: 1 process, N/A; mallory: 1 process, 380 MiB)'
+  );
+  assert.equal(othersNote(S1.gpus[1], trans), null); // every process listed
+  assert.equal(
+    othersNote(
+      { others: { processes: 3, usedBytes: 9.2 * GiB, users: null } },
+      trans
+    ),
+    'other users: 3 processes, 9.2 GiB'
+  );
 });
 
 test('the breakdown splits the budget into pool and what lies outside it', () => {
