@@ -35,8 +35,9 @@ class ProtocolError(ValueError):
     """A message that is not protocol 1; its text says what is wrong with it."""
 
 
-def encode_sample(reading: Reading) -> dict[str, Any]:
-    """One sample as JSON-ready data."""
+def encode_sample(reading: Reading, notice: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One sample as JSON-ready data; ``notice``: what the server tells this kernel's user now, if anything
+    (publish.Publisher.notice)."""
     snapshot, state = reading.snapshot, reading.state
     plan = state.plan
     hidden = {d.uuid for d in plan.hidden} if plan else set()
@@ -53,6 +54,7 @@ def encode_sample(reading: Reading) -> dict[str, Any]:
         "pid_namespace": reading.view,
         "limit_note": messages.limit_note(reading),
         "gpus": [_encode_device(d, reading, d.uuid in hidden) for d in snapshot.devices],
+        "notice": notice,
     }
 
 
@@ -111,7 +113,8 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> dict[str, 
 
 def figures_only(sample: dict[str, Any]) -> dict[str, Any]:
     """The sample as history keeps it: the charted figures, without the process table."""
-    return {**sample, "gpus": [{k: v for k, v in g.items() if k not in TABLE} for g in sample["gpus"]]}
+    gpus = [{k: v for k, v in g.items() if k not in TABLE} for g in sample["gpus"]]
+    return {**{k: v for k, v in sample.items() if k != "notice"}, "gpus": gpus}
 
 
 def hello(interval_s: float, history_s: float, history: list[dict[str, Any]]) -> dict[str, Any]:

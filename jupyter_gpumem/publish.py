@@ -16,6 +16,7 @@ The file (docs/server.md):
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,8 @@ class Publisher:
         self.path = path
         self._last: dict[str, Any] | None = None
         self._written_at = 0.0
+        self._notice_stamp: tuple[int, int] | None = None
+        self._notice: dict[str, Any] | None = None
 
     def publish(self, sample: dict[str, Any], ceiling: Ceiling, oom_errors: int) -> None:
         report = {
@@ -81,6 +84,38 @@ class Publisher:
     def remove(self) -> None:
         with contextlib.suppress(OSError):
             self.path.unlink()
+
+    def notice(self) -> dict[str, Any] | None:
+        """What the server's notice beside the report says now (``notice_path``), as the sample carries it
+        (docs/protocol.md); None: there is none. Read again only when the file changes."""
+        path = self.path.with_name(self.path.stem + ".notice.json")
+        try:
+            stamp: tuple[int, int] | None = (path.stat().st_mtime_ns, path.stat().st_size)
+        except OSError:
+            stamp = None
+        if stamp != self._notice_stamp:
+            self._notice_stamp, self._notice = stamp, _read_notice(path) if stamp else None
+        return self._notice
+
+
+NOTICE_KINDS = ("idle_warning", "idle_shutdown")
+
+
+def _read_notice(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):  # gone meanwhile, or being written by a server without replace_json
+        return None
+    if not isinstance(data, dict) or data.get("protocol") != PROTOCOL or data.get("type") != "notice":
+        return None
+    kind, text, t, at = data.get("kind"), data.get("text"), data.get("t"), data.get("shutdown_at")
+    if kind not in NOTICE_KINDS or not isinstance(text, str) or not _number(t) or not (at is None or _number(at)):
+        return None
+    return {"kind": kind, "text": text, "t": t, "shutdown_at": at}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _without_time(report: dict[str, Any]) -> dict[str, Any]:

@@ -60,7 +60,8 @@ class Stream:
         """One sample: NVML, the budget, and the framework's allocator figures if (and only if) its
         runtime has already started: the sampler must never be what starts it (Controller.read)."""
         reading = self.control.read(take_snapshot())
-        return Tick(reading, protocol.encode_sample(reading))
+        notice = self.publisher.notice() if self.publisher is not None else None
+        return Tick(reading, protocol.encode_sample(reading, notice))
 
     def connect(self, interval_s: float, history_s: float) -> None:
         settings = protocol.check_settings(interval_s, history_s)

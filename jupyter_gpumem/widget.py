@@ -53,7 +53,8 @@ CSS = """
 .jp-gpumem-view .widget-html-content { line-height: 1.4; }
 .jp-gpumem-view .jp-gpumem-banner { color: var(--jp-warn-color0, #b45f06); font-weight: 600; }
 .jp-gpumem-view .jp-gpumem-headline { font-size: var(--jp-ui-font-size3, 16px); font-weight: 600; }
-.jp-gpumem-view .jp-gpumem-headline[data-level="warn"], .jp-gpumem-view .jp-gpumem-policy[data-level="warn"] {
+.jp-gpumem-view .jp-gpumem-headline[data-level="warn"], .jp-gpumem-view .jp-gpumem-policy[data-level="warn"],
+.jp-gpumem-view .jp-gpumem-notice {
   color: var(--jp-warn-color0, #b45f06); }
 .jp-gpumem-view .jp-gpumem-headline[data-level="error"] { color: var(--jp-error-color0, #b71c1c); }
 .jp-gpumem-view .jp-gpumem-source { font-size: var(--jp-ui-font-size0, 11px); color: var(--jp-ui-font-color2, #616161);
@@ -437,6 +438,9 @@ def header_html(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> st
     banner = viewtext.simulated_banner(sample.get("simulated"))
     if banner:
         parts.append(f'<div class="jp-gpumem-banner" title="{esc(sample["simulated"])}">{esc(banner)}</div>')
+    notice = sample.get("notice")
+    if notice:  # the server's word (its idle culler): first, in the warning colour
+        parts.append(f'<div class="jp-gpumem-notice" data-level="warn">{esc(notice["text"])}</div>')
     if sample.get("problem"):
         parts.append(f"<div>{esc(sample['problem'])}</div>")
         return "".join(parts)

@@ -214,13 +214,22 @@ def hidden_sample() -> dict[str, object]:
     )
 
 
+# What the server's idle culler tells the kernel's user (publish.Publisher.notice).
+IDLE_NOTICE = {
+    "kind": "idle_warning",
+    "text": "This kernel has held 3.1 GiB of GPU memory while idle for 30 min; it will be shut down at 14:35.",
+    "t": 1763740790.0,
+    "shutdown_at": 1763742600.0,
+}
+
+
 def privacy_sample() -> dict[str, object]:
     """S1 as alice's kernel shows it under a hub with privacy "names": bob's, mallory's and an unnamed
-    process summed per user, hers listed."""
+    process summed per user, hers listed; the server's idle culler has warned her."""
     snapshot = s1_snapshot()
     state = State(Policy(), None, (ADAPTERS["tensorflow"](),), True, "TensorFlow")
+    privacy = Rule("names", "alice")
     return encode_sample(
-        reading(
-            snapshot, state, started=False, allocators={}, measured=lambda uuid: None, privacy=Rule("names", "alice")
-        )
+        reading(snapshot, state, started=False, allocators={}, measured=lambda uuid: None, privacy=privacy),
+        IDLE_NOTICE,
     )

@@ -9,6 +9,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { History } from './history';
 import {
+  INotice,
   ISettings,
   TARGET,
   configureMessage,
@@ -50,6 +51,8 @@ export class Channel implements IDisposable {
   private _lastSampleAt = 0;
   private _watchdog: number;
   private _changed = new Signal<this, void>(this);
+  private _noticed = new Signal<this, INotice>(this);
+  private _notice: INotice | null = null;
   private _disposed = false;
 
   constructor(
@@ -66,6 +69,11 @@ export class Channel implements IDisposable {
 
   get changed(): ISignal<this, void> {
     return this._changed;
+  }
+
+  /** The server has something new to tell this kernel's user (a sample's notice with a new time). */
+  get noticed(): ISignal<this, INotice> {
+    return this._noticed;
   }
 
   get isDisposed(): boolean {
@@ -138,6 +146,14 @@ export class Channel implements IDisposable {
       this.history.reset(message.history);
     } else {
       this.history.push(message.sample);
+      const notice = message.sample.notice;
+      if (
+        notice &&
+        (notice.t !== this._notice?.t || notice.kind !== this._notice.kind)
+      ) {
+        this._noticed.emit(notice);
+      }
+      this._notice = notice;
     }
     this._set('streaming');
   }

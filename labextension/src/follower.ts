@@ -12,7 +12,13 @@ import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { Channel } from './channel';
-import { ISettings } from './protocol';
+import { INotice, ISettings } from './protocol';
+
+/** A notice from the server about one followed kernel. */
+export interface INoticed {
+  notice: INotice;
+  kernel: Kernel.IKernelConnection;
+}
 
 /** The current notebook, as the views name it. */
 export interface INotebookInfo {
@@ -27,6 +33,7 @@ export class KernelFollower implements IDisposable {
   private _notebook: INotebookInfo | null = null;
   private _demand = new Set<object>();
   private _changed = new Signal<this, void>(this);
+  private _noticed = new Signal<this, INoticed>(this);
   private _disposed = false;
 
   constructor(
@@ -52,6 +59,11 @@ export class KernelFollower implements IDisposable {
   /** Another kernel to show, or new figures or state from the current one. */
   get changed(): ISignal<this, void> {
     return this._changed;
+  }
+
+  /** The server told the user of one of the followed kernels something (Channel.noticed). */
+  get noticed(): ISignal<this, INoticed> {
+    return this._noticed;
   }
 
   get isDisposed(): boolean {
@@ -88,6 +100,9 @@ export class KernelFollower implements IDisposable {
     let channel = this._channels.get(kernel);
     if (!channel) {
       channel = new Channel(kernel, this._settings);
+      channel.noticed.connect((_, notice) =>
+        this._noticed.emit({ notice, kernel })
+      );
       this._channels.set(kernel, channel);
       kernel.disposed.connect(() => {
         this._channels.get(kernel)?.dispose();

@@ -12,7 +12,7 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
@@ -53,6 +53,15 @@ const kernels: JupyterFrontEndPlugin<KernelFollower> = {
     registry: ISettingRegistry | null
   ) => {
     const follower = new KernelFollower(tracker, readSettings(null));
+    // The server's word about a kernel (its idle culler): a toast that stays until dismissed, naming the
+    // notebook, since "this kernel" may not be the one in front of the user.
+    follower.noticed.connect((_, { notice, kernel }) => {
+      const notebook = tracker.find(
+        panel => panel.sessionContext.session?.kernel === kernel
+      );
+      const where = notebook ? `${notebook.context.path}: ` : '';
+      Notification.warning(where + notice.text, { autoClose: false });
+    });
     if (registry) {
       // Not awaited: the views appear at once; the settings follow when loaded.
       registry

@@ -75,6 +75,7 @@ export class GpuMemPanel extends SidePanel {
   private readonly _nodes: {
     kernel: HTMLElement;
     banner: HTMLElement;
+    notice: HTMLElement;
     status: HTMLElement;
     pip: HTMLElement;
     body: HTMLElement;
@@ -156,6 +157,7 @@ export class GpuMemPanel extends SidePanel {
       element('div', `jp-GpuMem-${name}`, parent);
     const kernel = div('kernel', root);
     const banner = div('banner', root);
+    const notice = div('notice', root);
     const status = div('status', root);
     const pip = element('code', 'jp-GpuMem-pip', root);
     pip.textContent = PIP_COMMAND;
@@ -163,6 +165,7 @@ export class GpuMemPanel extends SidePanel {
     this._nodes = {
       kernel,
       banner,
+      notice,
       status,
       pip,
       body,
@@ -220,6 +223,7 @@ export class GpuMemPanel extends SidePanel {
     );
     n.pip.hidden = channel?.state !== 'missing';
     show(n.banner, simulatedBanner(latest?.simulated ?? null, trans));
+    show(n.notice, latest?.notice?.text ?? null);
     n.banner.title = latest?.simulated ?? '';
     const hasGpu = latest !== null && !latest.problem && latest.gpus.length > 0;
     n.body.hidden = !hasGpu;

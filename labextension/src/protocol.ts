@@ -115,6 +115,16 @@ const PID_NAMESPACES: PidNamespace[] = [
   'unlisted'
 ];
 
+/** What the Jupyter server tells this kernel's user (the idle culler, docs/hub.md): shown as is. */
+export interface INotice {
+  kind: 'idle_warning' | 'idle_shutdown';
+  text: string;
+  /** When the server wrote it (seconds since the epoch): a new notice has a new `t`. */
+  t: number;
+  shutdownAt: number | null;
+}
+const NOTICE_KINDS: INotice['kind'][] = ['idle_warning', 'idle_shutdown'];
+
 export interface ISample {
   /** Seconds since the epoch (kernel clock). */
   t: number;
@@ -133,6 +143,8 @@ export interface ISample {
   /** A sentence about hard limits (an MPS limit that cannot be read, or the mps=on offer). */
   limitNote: string | null;
   gpus: IGpu[];
+  /** Null: nothing to tell (and in replayed history). */
+  notice: INotice | null;
 }
 
 export interface IHello {
@@ -225,6 +237,7 @@ const policyState = oneOf(POLICY_STATES);
 const ownSource = oneOf(OWN_SOURCES);
 const limitKind = oneOf(LIMIT_KINDS);
 const pidNamespace = oneOf(PID_NAMESPACES);
+const noticeKind = oneOf(NOTICE_KINDS);
 
 /** A field added to protocol 1 after its first release: an older kernel leaves it out. */
 function optional<T>(
@@ -271,6 +284,24 @@ function parseOthers(value: unknown, where: string): IOthers {
               )
             };
           })
+  };
+}
+
+function parseNotice(value: unknown, where: string): INotice | null {
+  if (value === null) {
+    return null;
+  }
+  const n = object(value, where);
+  const kind = noticeKind(n.kind, `${where}.kind`);
+  const said = text(n.text, `${where}.text`);
+  if (kind === null || said === null) {
+    throw new ProtocolError(`${where} needs a kind and a text`);
+  }
+  return {
+    kind,
+    text: said,
+    t: number(n.t, `${where}.t`),
+    shutdownAt: nullable(n.shutdown_at, `${where}.shutdown_at`)
   };
 }
 
@@ -352,6 +383,7 @@ export function parseSample(value: unknown, where = 'sample'): ISample {
       null
     ),
     limitNote: optional(s.limit_note, `${where}.limit_note`, text, null),
+    notice: optional(s.notice, `${where}.notice`, parseNotice, null),
     gpus: array(s.gpus, `${where}.gpus`).map((g, i) =>
       parseGpu(g, `${where}.gpus[${i}]`)
     )

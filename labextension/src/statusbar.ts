@@ -69,11 +69,14 @@ export class GpuMemStatus extends Widget {
     if (node.textContent !== text) {
       node.textContent = text;
     }
-    const shown = stale ? 'stale' : level;
+    const shown = stale ? 'stale' : latest.notice ? 'warn' : level;
     if (node.dataset.level !== shown) {
       node.dataset.level = shown;
     }
-    const title = statusTooltip(gpu, latest, this._trans);
+    const tooltip = statusTooltip(gpu, latest, this._trans);
+    const title = latest.notice
+      ? `${latest.notice.text}\n\n${tooltip}`
+      : tooltip;
     if (node.title !== title) {
       node.title = title;
     }

@@ -54,6 +54,23 @@ test('the S1 sample fixture parses with budget, hidden GPU, N/A and the hostile 
   assert.equal(gpu1.processes![2].name, '<img src=x onerror=alert(1)>');
 });
 
+test('the server notice arrives with the sample; a sample without one has none', () => {
+  const message = parseMessage(
+    fixture('sample_privacy.json')
+  ) as ISampleMessage;
+  assert.deepEqual(message.sample.notice, {
+    kind: 'idle_warning',
+    text: 'This kernel has held 3.1 GiB of GPU memory while idle for 30 min; it will be shut down at 14:35.',
+    t: 1763740790,
+    shutdownAt: 1763742600
+  });
+  const plain = parseMessage(fixture('sample.json')) as ISampleMessage;
+  assert.equal(plain.sample.notice, null);
+  const older = fixture('sample.json') as { sample: Record<string, unknown> };
+  delete older.sample.notice; // a kernel from before notices
+  assert.equal((parseMessage(older) as ISampleMessage).sample.notice, null);
+});
+
 test('the hello fixture replays history that has no process tables', () => {
   const hello = parseMessage(fixture('hello.json')) as IHello;
   assert.equal(hello.type, 'hello');
