@@ -76,6 +76,13 @@ class Stream:
         self.sampler.start()
 
     def stop(self) -> None:
+        """The kernel is going away: each inline view leaves its last picture in its outputs (a notebook saved
+        after this shows it, not a widget whose model died with the kernel), then sampling stops."""
+        for view in self.views:
+            try:
+                view.close()
+            except Exception:  # the channels may be closing already: the picture is lost, not the shutdown
+                log.debug("jupyter-gpumem: an inline view could not leave its picture", exc_info=True)
         self.sampler.stop()
         self.comm = None  # the kernel is going away; its channels may already be closed
         if self.publisher is not None:

@@ -312,6 +312,24 @@ def test_two_views_share_the_one_sampler_and_closing_one_stops_only_its_updates(
     assert second["data"][WIDGET_VIEW]["model_id"] not in widgets.closed()
 
 
+def test_a_kernel_shutting_down_leaves_each_live_views_last_picture_in_its_output(kernel_with):
+    """A notebook saved after its kernel has gone shows the picture, not a widget whose model died with it."""
+    kernel = budget_kernel(kernel_with)
+    reply = kernel.run("import jupyter_gpumem\njupyter_gpumem.show()")
+    [live] = [d for d in reply.displayed if WIDGET_VIEW in d["data"]]
+    kernel.manager.shutdown_kernel(now=False)  # a shutdown_request, as JupyterLab sends
+    drain(kernel, 2)
+    updates = [
+        m["content"]
+        for m in kernel.passed
+        if m["msg_type"] == "update_display_data"
+        and m["content"]["transient"]["display_id"] == live["transient"]["display_id"]
+    ]
+    assert len(updates) == 1, [m["msg_type"] for m in kernel.passed]
+    assert WIDGET_VIEW not in updates[0]["data"] and "<svg" in updates[0]["data"]["text/html"]
+    assert "3.1 of 20.0 GiB budget" in updates[0]["data"]["text/html"]
+
+
 BLOCK_PLOTLY = """import sys
 
 
