@@ -67,7 +67,9 @@ def load_ipython_extension(ipython: Any) -> None:
             _say("\n".join(lines), ipython)
         path = kernel_report_path()
         if path is not None:  # in a kernel: its server reads what it reports (publish.py)
-            stream(ipython).publish_to(path)
+            publisher = stream(ipython).publish_to(path)
+            ipython.events.register("pre_run_cell", publisher.activity.started)
+            ipython.events.register("post_run_cell", publisher.activity.finished)
 
 
 def _log_where_the_kernel_logs(ipython: Any) -> None:

@@ -10,7 +10,11 @@ The file (docs/server.md):
 
     {"protocol": 1, "type": "report", "pid": 4242, "package_version": "0.1.0", "t": 1763740800.0,
      "oom_errors_total": 0, "ceiling": {"max_fraction": 0.25, "max_limit_bytes": null},
-     "sample": <a protocol sample without process tables (docs/protocol.md)>}
+     "idle_since": 1763740500.0, "sample": <a protocol sample without process tables (docs/protocol.md)>}
+
+``idle_since``: when the user's last cell finished (or the extension loaded, if none has run since); null
+while a cell runs. The server cannot tell this itself: every message the kernel sends, the sidebar's samples
+too, counts as activity to jupyter_server, so a kernel followed by a sidebar never looks idle there.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +58,26 @@ def kernel_report_path() -> Path | None:
         return None
 
 
+class Activity:
+    """When the user last ran code here: IPython's ``pre_run_cell`` and ``post_run_cell`` (registered by
+    load_ipython_extension). Silent executions, such as the sidebar's request to stream, fire neither."""
+
+    def __init__(self) -> None:
+        self.idle_since: float | None = time.time()
+
+    def started(self, info: Any = None) -> None:
+        self.idle_since = None
+
+    def finished(self, result: Any = None) -> None:
+        self.idle_since = time.time()
+
+
 class Publisher:
     """Writes the report when what it says changes, and at least every HEARTBEAT_S."""
 
     def __init__(self, path: Path):
         self.path = path
+        self.activity = Activity()
         self._last: dict[str, Any] | None = None
         self._written_at = 0.0
         self._notice_stamp: tuple[int, int] | None = None
@@ -71,6 +91,7 @@ class Publisher:
             "package_version": __version__,
             "oom_errors_total": oom_errors,
             "ceiling": {"max_fraction": ceiling.max_fraction, "max_limit_bytes": ceiling.max_limit_bytes},
+            "idle_since": self.activity.idle_since,
             "sample": figures_only(sample),
         }
         now = float(sample["t"])

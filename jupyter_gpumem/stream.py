@@ -88,10 +88,11 @@ class Stream:
         if self.publisher is not None:
             self.publisher.remove()
 
-    def publish_to(self, path: Path) -> None:
+    def publish_to(self, path: Path) -> Publisher:
         """Also report every sample to the Jupyter server (publish.py), from now on: sampling starts."""
         self.publisher = Publisher(path)
         self.sampler.start()
+        return self.publisher
 
     def add_view(self, make: Callable[[Stream, list[dict[str, Any]], dict[str, Any] | None], V]) -> V:
         """A new inline view (the main thread): made with the history to replay and a sample taken now (the

@@ -24,7 +24,9 @@ def _ceiling_value(name: str, text: str) -> float:
 def group_settings(groups: list[str], policies: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
     """The environment for a member of ``groups``: for a ceiling (``max_fraction``, ``max_limit``) the lowest
     that any of their groups sets; for any other setting (``limit``, ``fraction``, ``growth``, ...) the
-    first group's in the order of ``policies``. Groups without a policy add nothing."""
+    first group's in the order of ``policies``. Groups without a policy add nothing. Every name becomes
+    ``JUPYTER_GPUMEM_<NAME>``: the kernels' settings (configuration.md) and the server extension's idle
+    culler, ``idle_warn_minutes`` and ``idle_shutdown_minutes`` (hub.md), alike."""
     chosen: dict[str, str] = {}
     for group, settings in policies.items():
         if group not in groups:
@@ -41,8 +43,8 @@ def group_settings(groups: list[str], policies: Mapping[str, Mapping[str, str]])
 
 def group_environment(policies: Mapping[str, Mapping[str, str]]) -> Callable[[Any], None]:
     """A ``c.Spawner.pre_spawn_hook``: ``policies`` maps a JupyterHub group to jupyter-gpumem settings by their
-    configuration name, e.g. ``{"students": {"limit": "4GiB", "max_fraction": "0.25"}}``. Values set here
-    override the same variables in ``c.Spawner.environment``."""
+    configuration name, e.g. ``{"students": {"limit": "4GiB", "max_fraction": "0.25", "idle_shutdown_minutes": "60"}}``.
+    Values set here override the same variables in ``c.Spawner.environment``."""
 
     def hook(spawner: Any) -> None:
         groups = [group.name for group in spawner.user.groups]

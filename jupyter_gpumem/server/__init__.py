@@ -7,16 +7,19 @@ Enabled on install (``jupyter-config/jupyter_server_config.d/jupyter_gpumem.json
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
 from jupyter_server.utils import url_path_join
 from prometheus_client import REGISTRY
+from tornado.ioloop import IOLoop
 from traitlets import Enum, Float, default
-from traitlets.config import Configurable
+from traitlets.config import LoggingConfigurable
 
 from .._version import __version__ as __version__  # jupyter server extension list shows it
 from ..publish import HEARTBEAT_S
+from . import culler
 from .api import PATH, GpumemHandler
 from .metrics import GpumemCollector
 from .view import PRIVACY
@@ -26,9 +29,11 @@ from .watcher import Watcher
 _running: tuple[Watcher, GpumemCollector] | None = None
 
 
-class GpumemServer(Configurable):
+class GpumemServer(LoggingConfigurable):
     """Settings of the jupyter-gpumem server extension (``c.GpumemServer.interval_s = 2`` in
-    ``jupyter_server_config.py``). It only shows what kernels use and report; it limits nothing."""
+    ``jupyter_server_config.py``). It shows what kernels use and report; it limits nothing. Only where the
+    administrator opts in (``idle_warn_minutes``, ``idle_shutdown_minutes``) does it warn idle kernels holding
+    GPU memory and shut them down."""
 
     interval_s = Float(
         1.0,
@@ -59,6 +64,44 @@ class GpumemServer(Configurable):
         value = os.environ.get("JUPYTER_GPUMEM_PRIVACY", "").strip().lower()
         return value if value in PRIVACY else "aggregate"
 
+    idle_warn_minutes = Float(
+        min=0.0,
+        help="""Warn in the notebook of a kernel that has held GPU memory while idle for this many minutes (it
+        names when it will be shut down, with idle_shutdown_minutes). 0: no warning (the default). Default: the
+        JUPYTER_GPUMEM_IDLE_WARN_MINUTES environment variable (a spawner can set it per group), else 0.""",
+    ).tag(config=True)
+
+    idle_shutdown_minutes = Float(
+        min=0.0,
+        help=f"""Shut down a kernel that has held GPU memory while idle for this many minutes, saying why in
+        its notebook ({culler.GRACE_S:g} s before) and in the server's log. Never sooner than
+        idle_shutdown_minutes - idle_warn_minutes after its warning. 0: never (the default). Default: the
+        JUPYTER_GPUMEM_IDLE_SHUTDOWN_MINUTES environment variable, else 0.""",
+    ).tag(config=True)
+
+    @default("idle_warn_minutes")
+    def _idle_warn_default(self) -> float:
+        return self._minutes("JUPYTER_GPUMEM_IDLE_WARN_MINUTES")
+
+    @default("idle_shutdown_minutes")
+    def _idle_shutdown_default(self) -> float:
+        return self._minutes("JUPYTER_GPUMEM_IDLE_SHUTDOWN_MINUTES")
+
+    def _minutes(self, variable: str) -> float:
+        """The variable's minutes; unset, empty or not a number of minutes (one log line): 0, off."""
+        text = os.environ.get(variable, "").strip()
+        try:
+            value = float(text) if text else 0.0
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value >= 0):
+            self.log.warning("jupyter-gpumem: %s=%r is not a number of minutes; it is off", variable, text)
+            return 0.0
+        return value
+
+    def idle(self) -> culler.Settings:
+        return culler.Settings(warn_s=self.idle_warn_minutes * 60, shutdown_s=self.idle_shutdown_minutes * 60)
+
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
     return [{"module": "jupyter_gpumem.server"}]
@@ -67,8 +110,16 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     global _running
     settings = GpumemServer(parent=serverapp)
+    idle = settings.idle()
+    io_loop = getattr(serverapp, "io_loop", None) or IOLoop.current()  # jupyter_server sets it before extensions
     watcher = Watcher(
-        serverapp.kernel_manager, settings.interval_s, settings.stale_after_s, serverapp.log, settings.privacy
+        serverapp.kernel_manager,
+        settings.interval_s,
+        settings.stale_after_s,
+        serverapp.log,
+        settings.privacy,
+        idle,
+        io_loop,
     )
     collector = GpumemCollector(lambda: watcher.published.rows)
     if _running is not None:  # a second server in this process (tests): it takes over the registry
@@ -82,3 +133,22 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     serverapp.log.info(
         "jupyter-gpumem: GPU memory per kernel on /metrics and %s, read every %g s", route, settings.interval_s
     )
+    if idle.on:
+        serverapp.log.info(
+            "jupyter-gpumem: idle kernels holding GPU memory are %s",
+            " and ".join(
+                f"{what} after {minutes:g} min idle (GpumemServer.{name})"
+                for what, minutes, name, given in (
+                    ("warned", settings.idle_warn_minutes, "idle_warn_minutes", idle.warns),
+                    ("shut down", settings.idle_shutdown_minutes, "idle_shutdown_minutes", idle.shutdown_s > 0),
+                )
+                if given
+            ),
+        )
+    if idle.warn_s > 0 and not idle.warns:
+        serverapp.log.warning(
+            "jupyter-gpumem: GpumemServer.idle_warn_minutes=%g is not below idle_shutdown_minutes=%g: no warning "
+            "before the shutdown notice",
+            settings.idle_warn_minutes,
+            settings.idle_shutdown_minutes,
+        )

@@ -86,7 +86,9 @@ class Kernel:
     max_limit_bytes: int | None
     gpus: tuple[KernelGpu, ...]
     execution_state: str | None = None  # the server's kernel manager: idle, busy, starting, ...
-    last_activity: float | None = None  # its last message on any channel (time.time()), as the server saw it
+    # When it last ran code (time.time()): its report's idle_since (publish.py), the kernel's own word, where
+    # it reports; else its last message on any channel as the server saw it, which the sidebar's samples move.
+    last_activity: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +228,7 @@ def _kernel(
             if (row := _kernel_gpu(device, by.get(source.id, []), said.get(device.uuid, {}))) is not None
         ),
         execution_state=source.execution_state,
-        last_activity=source.last_activity,
+        last_activity=_number(fresh, "idle_since") if "idle_since" in fresh else source.last_activity,
     )
 
 

@@ -5,23 +5,33 @@ driver is slow), so /metrics and /api/gpumem/v1 read only what this thread publi
 immutable ``Published``, replaced whole by one attribute assignment. It holds the View already rendered
 (the metric rows, the JSON body), not the View itself: nothing the garbage collector tracks outlives a
 reading (metrics.py says why that matters).
+
+With the idle culler on (``GpumemServer.idle_warn_minutes`` / ``idle_shutdown_minutes``), the same thread
+decides from each View which idle kernels holding GPU memory to warn or shut down (culler.py), writes their
+notice files (publish.notice_path) and logs why. The shutdown itself is the kernel manager's coroutine, so
+it is handed to the server's event loop (``IOLoop.add_callback``, the one IOLoop method safe from another
+thread).
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import json
 import logging
 import threading
 import time
 from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import nvml
+from ..files import replace_json
 from ..host import HostProcesses
 from ..model import HostInfo
-from ..publish import report_path
-from . import api, metrics
+from ..publish import notice_path, report_path
+from . import api, culler, metrics
 from .view import EMPTY, KernelSource, Privacy, View, make_view
 
 # Between two steps of a reading the thread sleeps this long, so the event loop's thread gets the GIL
@@ -49,6 +59,8 @@ class Watcher:
         stale_after_s: float,
         log: logging.Logger,
         privacy: Privacy = "aggregate",
+        idle: culler.Settings = culler.OFF,
+        io_loop: Any = None,
     ):
         self.kernel_manager = kernel_manager
         self.privacy = privacy
@@ -60,6 +72,14 @@ class Watcher:
         self.published = publish(EMPTY, interval_s)
         self._stop = threading.Event()
         self._failed = False
+        # The idle culler: its settings, the server's IOLoop (where kernels are shut down), what it decided
+        # so far per kernel, each kernel's connection file in the last reading, and the notices it wrote.
+        self.idle = idle
+        self._io_loop = io_loop
+        self._episodes: dict[str, culler.Episode] = {}
+        self._connections: dict[str, str | None] = {}
+        self._notices: dict[str, Path] = {}
+        self._cull_failed = False
         self._thread = threading.Thread(target=self._run, name="jupyter-gpumem-server", daemon=True)
 
     def start(self) -> None:
@@ -71,12 +91,21 @@ class Watcher:
     def _run(self) -> None:
         due = time.monotonic()
         while True:
+            view = None
             try:
-                self.published = publish(self.read(), self.interval_s)
+                view = self.read()
+                self.published = publish(view, self.interval_s)
             except Exception:  # a bug of ours: the metrics keep the last reading, the server runs on
                 if not self._failed:
                     self.log.exception("jupyter-gpumem: reading the GPUs failed; the metrics keep the last reading")
                 self._failed = True
+            if view is not None and self.idle.on:
+                try:
+                    self.cull(view, time.time())
+                except Exception:  # a bug of ours: nothing more is culled until it passes, the server runs on
+                    if not self._cull_failed:
+                        self.log.exception("jupyter-gpumem: the idle culler failed; no kernel is warned or shut down")
+                    self._cull_failed = True
             due = max(due + self.interval_s, time.monotonic())  # a slow reading is not caught up on
             if self._stop.wait(due - time.monotonic()):
                 return
@@ -87,6 +116,7 @@ class Watcher:
         # (the metrics and the API show none).
         snapshot = nvml.read(own_pid=-1, host=self._host)
         time.sleep(YIELD_S)
+        self._connections = {kernel_id: connection for kernel_id, _, connection, _, _ in kernels}
         sources = [
             KernelSource(kernel_id, pid, _report(connection), state, last)
             for kernel_id, pid, connection, state, last in kernels
@@ -95,6 +125,76 @@ class Watcher:
         view = make_view(snapshot, sources, time.time(), self.stale_after_s, self.privacy)
         time.sleep(YIELD_S)
         return view
+
+    def cull(self, view: View, now: float) -> None:
+        """Warn and shut down idle kernels holding GPU memory, as culler.decide says, and log why."""
+        self._episodes, actions = culler.decide(view, self.idle, self._episodes, now)
+        for action in actions:
+            held, idle = culler.amount(action.held_bytes), culler.duration(action.idle_s)
+            if action.kind == "warn":
+                self._write_notice(action, now)
+                at = action.shutdown_at
+                then = "" if at is None else f", to be shut down at {culler.clock(at, now)}"
+                self.log.warning(
+                    "jupyter-gpumem: kernel %s has held %s of GPU memory while idle for %s "
+                    "(GpumemServer.idle_warn_minutes=%g): warned in its notebook%s",
+                    action.kernel_id, held, idle, self.idle.warn_s / 60, then,
+                )  # fmt: skip
+            elif action.kind == "shutdown_notice":
+                self._write_notice(action, now)
+                self.log.warning(
+                    "jupyter-gpumem: kernel %s has held %s of GPU memory while idle for %s "
+                    "(GpumemServer.idle_shutdown_minutes=%g): told in its notebook, shut down in %g s",
+                    action.kernel_id, held, idle, self.idle.shutdown_s / 60, culler.GRACE_S,
+                )  # fmt: skip
+            elif action.kind == "shutdown":
+                self.log.warning(
+                    "jupyter-gpumem: shutting down kernel %s: it has held %s of GPU memory while idle for %s "
+                    "(GpumemServer.idle_shutdown_minutes=%g)",
+                    action.kernel_id, held, idle, self.idle.shutdown_s / 60,
+                )  # fmt: skip
+                self._io_loop.add_callback(self._shut_down, action.kernel_id)
+            else:  # withdraw, gone
+                if self._remove_notice(action.kernel_id) and action.kind == "withdraw":
+                    self.log.info(
+                        "jupyter-gpumem: kernel %s ran something, or holds no GPU memory now: its idle notice is "
+                        "withdrawn",
+                        action.kernel_id,
+                    )
+
+    def _write_notice(self, action: culler.Action, now: float) -> None:
+        connection = self._connections.get(action.kernel_id)
+        if not connection:
+            return
+        path = notice_path(connection)
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # a kernel without jupyter_gpumem has none
+            replace_json(path, culler.notice(action, now), durable=False)
+        except OSError as error:
+            self.log.warning("jupyter-gpumem: could not write kernel %s's notice %s: %s", action.kernel_id, path, error)
+            return
+        self._notices[action.kernel_id] = path
+
+    def _remove_notice(self, kernel_id: str) -> bool:
+        path = self._notices.pop(kernel_id, None)
+        if path is None:
+            return False
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return True
+
+    async def _shut_down(self, kernel_id: str) -> None:
+        """On the server's event loop. The notice is removed at the next reading that no longer lists it."""
+        try:
+            result = self.kernel_manager.shutdown_kernel(kernel_id)
+            if inspect.isawaitable(result):
+                await result
+        except KeyError:  # shut down meanwhile
+            return
+        except Exception:
+            self.log.exception("jupyter-gpumem: shutting down idle kernel %s failed", kernel_id)
+            return
+        self.log.info("jupyter-gpumem: idle kernel %s is shut down", kernel_id)
 
 
 def _kernels(manager: Any) -> Iterator[tuple[str, int | None, str | None, str | None, float | None]]:

@@ -1,0 +1,200 @@
+"""Idle kernels holding GPU memory: which to warn and which to shut down, from one View (docs/hub.md).
+
+Off by default: an administrator opts in with ``GpumemServer.idle_warn_minutes`` and
+``idle_shutdown_minutes``. jupyter_server's own culler (``MappingKernelManager.cull_idle_timeout``) knows
+idleness but not GPU memory; this one acts only on kernels that hold GPU memory, which is what other users
+of a shared GPU wait for (TensorFlow and the caching allocators never give memory back to the driver).
+
+This module only decides: it reads a View and what was decided before (each kernel's ``Episode``) and
+returns the new episodes and the actions. It touches no file, loop or kernel; the Watcher acts
+(watcher.py). A kernel is a candidate while all of these hold:
+
+- its execution state, as the server's kernel manager keeps it, is ``idle`` (busy, starting, dead,
+  restarting and unknown kernels are left alone) and its last activity is known;
+- it holds GPU memory: the sum over GPUs of its processes' memory as NVML counts it, or, on a GPU where
+  NVML lists none of its processes or cannot tell (a container whose PIDs the driver does not see), the
+  kernel's own figure from its fresh report. Unknown counts as nothing: a kernel is never shut down for
+  memory nobody can show.
+
+An idle episode is identified by the kernel's last activity: a new value (it ran something, even between
+two readings) ends the episode and its notice, and starts a new one. So does holding nothing, or not
+being idle. A failed NVML reading decides nothing (a driver hiccup neither withdraws nor advances).
+
+The timeline of one episode, with warn = N and shutdown = M (seconds here, minutes in the settings):
+
+- warning (only when 0 < N and, with a shutdown, N < M): once, at N idle. It names when the kernel will be
+  shut down: at M idle, but never sooner than M - N after the warning itself (a kernel that starts holding
+  memory long after it went idle still gets the whole notice period).
+- shutdown (only when 0 < M): at that time (without a warning: at M idle) the shutdown notice is written,
+  and GRACE_S later, if the kernel is still idle and holding memory, it is shut down. A warning setting at
+  or above the shutdown's gives no warning: the shutdown notice is the only one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Literal, NamedTuple
+
+from ..units import GiB
+from .view import Kernel, View
+
+# Between the shutdown notice and the shutdown: the kernel samples (and relays the notice) every second,
+# so this gives it at least two samples to show the user why.
+GRACE_S = 3.0
+
+Kind = Literal["warn", "shutdown_notice", "shutdown", "withdraw", "gone"]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    warn_s: float = 0.0  # 0: no warning
+    shutdown_s: float = 0.0  # 0: no shutdown
+
+    @property
+    def on(self) -> bool:
+        return self.warn_s > 0 or self.shutdown_s > 0
+
+    @property
+    def warns(self) -> bool:
+        return self.warn_s > 0 and (self.shutdown_s <= 0 or self.warn_s < self.shutdown_s)
+
+
+OFF = Settings()
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """What has been done about one kernel in its current idle episode."""
+
+    idle_since: float  # its last activity (time.time()): another value is another episode
+    warned_at: float | None = None
+    shutdown_at: float | None = None  # as the warning said it
+    noticed_at: float | None = None  # when the shutdown notice was written
+    shut_down: bool = False  # the shutdown was asked for
+
+
+class Action(NamedTuple):
+    """warn / shutdown_notice: write that notice; shutdown: shut the kernel down; withdraw: the episode is
+    over (the kernel ran something, or holds nothing now), remove its notice; gone: the kernel is no longer
+    listed, remove its notice."""
+
+    kind: Kind
+    kernel_id: str
+    held_bytes: int
+    idle_s: float
+    shutdown_at: float | None = None
+
+
+def held_bytes(kernel: Kernel) -> int:
+    """The GPU memory the kernel holds over all GPUs: NVML's figure for its processes, else its own."""
+    total = 0
+    for gpu in kernel.gpus:
+        figure = gpu.used_bytes if gpu.used_bytes is not None else gpu.own_bytes
+        total += max(0, figure or 0)
+    return total
+
+
+def decide(
+    view: View, settings: Settings, episodes: Mapping[str, Episode], now: float
+) -> tuple[dict[str, Episode], list[Action]]:
+    """The episodes after this reading, and what to do now."""
+    if not settings.on or view.problem is not None or view.t is None:
+        return dict(episodes), []
+    found: dict[str, Episode] = {}
+    actions: list[Action] = []
+    for kernel in view.kernels:
+        old = episodes.get(kernel.id)
+        held = held_bytes(kernel)
+        idle = kernel.execution_state == "idle" and kernel.last_activity is not None
+        since = kernel.last_activity if idle else None
+        if old is not None and (since is None or held == 0 or old.idle_since != since) and _noticed(old):
+            actions.append(Action("withdraw", kernel.id, held, 0.0 if since is None else now - since))
+        if since is None or held == 0:
+            continue
+        episode = old if old is not None and old.idle_since == since else Episode(since)
+        episode, action = _step(kernel.id, episode, settings, held, now)
+        found[kernel.id] = episode
+        if action is not None:
+            actions.append(action)
+    listed = {kernel.id for kernel in view.kernels}
+    actions += [Action("gone", kernel_id, 0, 0.0) for kernel_id in episodes if kernel_id not in listed]
+    return found, actions
+
+
+def _step(kernel_id: str, episode: Episode, settings: Settings, held: int, now: float) -> tuple[Episode, Action | None]:
+    idle_s = now - episode.idle_since
+    if episode.shut_down:
+        return episode, None
+    if episode.noticed_at is not None:
+        if now - episode.noticed_at >= GRACE_S:
+            return replace(episode, shut_down=True), Action("shutdown", kernel_id, held, idle_s)
+        return episode, None
+    if settings.warns and episode.warned_at is None:
+        if idle_s < settings.warn_s:
+            return episode, None
+        shutdown_at = (
+            max(episode.idle_since + settings.shutdown_s, now + settings.shutdown_s - settings.warn_s)
+            if settings.shutdown_s > 0
+            else None
+        )
+        return replace(episode, warned_at=now, shutdown_at=shutdown_at), Action(
+            "warn", kernel_id, held, idle_s, shutdown_at
+        )
+    if settings.shutdown_s <= 0:
+        return episode, None
+    due = episode.shutdown_at if episode.shutdown_at is not None else episode.idle_since + settings.shutdown_s
+    if now < due:
+        return episode, None
+    return replace(episode, noticed_at=now), Action("shutdown_notice", kernel_id, held, idle_s, now + GRACE_S)
+
+
+def _noticed(episode: Episode) -> bool:
+    return episode.warned_at is not None or episode.noticed_at is not None
+
+
+def notice(action: Action, now: float) -> dict[str, object]:
+    """The notice file's content for a warn or shutdown_notice action decided at ``now`` (docs/server.md)."""
+    held = amount(action.held_bytes)
+    idle = duration(action.idle_s)
+    if action.kind == "warn" and action.shutdown_at is None:
+        kind = "idle_warning"
+        text = (
+            f"This kernel has held {held} of GPU memory while idle for {idle}; others may be waiting for that GPU. "
+            "Restart the kernel when you are done, to give the memory back."
+        )
+    elif action.kind == "warn" and action.shutdown_at is not None:
+        kind = "idle_warning"
+        idle_then = duration(action.shutdown_at - (now - action.idle_s))
+        text = (
+            f"This kernel has held {held} of GPU memory while idle for {idle}; it will be shut down at "
+            f"{clock(action.shutdown_at, now)} (after {idle_then} idle) unless it runs something. Save your work; "
+            "restart it when you need the GPU again."
+        )
+    else:
+        kind = "idle_shutdown"
+        text = (
+            f"This kernel is being shut down: it has held {held} of GPU memory while idle for {idle}. "
+            "Restart it when you need the GPU again."
+        )
+    return {"protocol": 1, "type": "notice", "t": now, "kind": kind, "text": text, "shutdown_at": action.shutdown_at}
+
+
+def amount(held_bytes: int) -> str:
+    return f"{held_bytes / GiB:.1f} GiB"
+
+
+def duration(seconds: float) -> str:
+    """ "45 s", "30 min", "2 h 5 min": as people say an idle time."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    if minutes < 120:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min" if minutes % 60 else f"{minutes // 60} h"
+
+
+def clock(t: float, now: float) -> str:
+    """The server's local time of day: "14:05" (with seconds when less than a minute from ``now``)."""
+    return time.strftime("%H:%M" if t - now >= 60 else "%H:%M:%S", time.localtime(t))
