@@ -35,8 +35,8 @@ def show() -> Any:
     kernel, its framework, the others, the budget, the device total, over-budget marks) and every process
     on the GPU, as the GPU Memory sidebar shows them. Returns the view (an ipywidgets widget): make it the
     cell's last expression, or ``display()`` it; ``view.close()`` stops it and leaves its last picture.
-    Updated by the kernel's one sampler thread, also while other cells run. The chart needs plotly
-    (``pip install 'jupyter-gpumem[view]'``); without it the view shows the figures and the table."""
+    Updated by the kernel's one sampler thread, also while other cells run. It is drawn by the sidebar's own
+    code (an anywidget), so both say the same."""
     from .widget import show as make
 
     return make()

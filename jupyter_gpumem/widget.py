@@ -1,20 +1,22 @@
 """The inline live view: `%gpumem show` and ``jupyter_gpumem.show()``.
 
 The sidebar's view in a cell's output, for every frontend that shows ipywidgets (JupyterLab with or
-without this package's labextension, Notebook 7, VS Code): the headline against the budget, a plotly
-``FigureWidget`` chart (this kernel, its framework's in-use bytes, the others, the budget line, the device
-total, the over-budget marks) and the process table.
+without this package's labextension, Notebook 7, VS Code): an anywidget whose module is the sidebar's
+own rendering (labextension/src/inline.ts, bundled into static/inline.js by ``jlpm build:inline``), so
+the headline against the budget, the chart (this kernel, its framework's in-use bytes, the others, the
+budget line, the device total, the over-budget marks) and the process table say exactly what the sidebar
+says. The kernel sends it the comm protocol's messages (docs/protocol.md): a ``sample`` per interval,
+and a ``hello`` with the history when the module asks for one (``replay``).
 
-Threads (docs/architecture.md): the widgets are created, displayed and closed on the main thread; the
-kernel's one sampler thread (stream.py) hands each sample to every open view, which only sets widget
-values: ipykernel lets a thread send on a comm, and the sampler does not wait for the busy main thread,
-so the view moves while other cells run. A lock per view keeps the sampler's update, the GPU choice
-(main thread) and plotly's replies from the browser (main thread) apart.
+Threads (docs/architecture.md): the widget is created, displayed and closed on the main thread; the
+kernel's one sampler thread (stream.py) hands each sample to every open view, which sends it on its comm:
+ipykernel lets a thread send on a comm, and the sampler does not wait for the busy main thread, so the
+view moves while other cells run. The module's requests (``replay``, ``stop``) are answered on the main
+thread, when the kernel is free.
 
-Every view renders the protocol's encoded sample, as the sidebar does: it decides nothing again. The
-output carries a static HTML snapshot beside the widget, for frontends without widgets (nbconvert,
-GitHub); closing a view replaces the live output by its last snapshot, so a notebook saved afterwards
-keeps the picture.
+The output carries a static HTML snapshot beside the widget, for frontends without widgets (nbconvert,
+GitHub); closing a view (its Stop button, ``view.close()``, the kernel shutting down) replaces the live
+output by its last snapshot, so a notebook saved afterwards keeps the picture.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ import logging
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import ipywidgets
-from traitlets import observe
+import anywidget
 
-from . import viewtext
+from . import protocol, viewtext
 from .html import esc
 from .protocol import figures_only
 
@@ -39,18 +41,23 @@ if TYPE_CHECKING:
 log = logging.getLogger("jupyter_gpumem")
 
 PIP_VIEW = "%pip install 'jupyter-gpumem[view]'"
-CHART_HEIGHT_PX = 230
-# A fixed width that fits a notebook's output area beside both sidebars: plotly.js in a widget sizes itself
-# once, before the output has its width, and then stays 700 px wide. Also the decimation's width.
-CHART_WIDTH_PX = 560
+STATIC = Path(__file__).parent / "static"
+NOT_BUILT = (
+    "export default { render({ el }) { el.textContent = 'jupyter-gpumem: the inline view is not built in this "
+    "installation (in a checkout: jlpm build:inline; the wheel carries it).'; } };"
+)
 
-# Theme colours through --jp-* variables (VS Code's next, then a plain colour). plotly.js writes its colours
-# as inline styles; these rules override them, so a theme change needs no message from the kernel.
+
+def _static(name: str, missing: str) -> str:
+    path = STATIC / name
+    return path.read_text() if path.exists() else missing
+
+
+# Theme colours through --jp-* variables (VS Code's next, then a plain colour): the still picture's styles.
 CSS = """
 .jp-gpumem-view { font-family: var(--jp-ui-font-family, var(--vscode-font-family, sans-serif));
   font-size: var(--jp-ui-font-size1, 13px); color: var(--jp-ui-font-color1, var(--vscode-editor-foreground, #222));
-  max-width: 760px; }
-.jp-gpumem-view .widget-html-content { line-height: 1.4; }
+  max-width: 760px; line-height: 1.4; }
 .jp-gpumem-view .jp-gpumem-banner { color: var(--jp-warn-color0, #b45f06); font-weight: 600; }
 .jp-gpumem-view .jp-gpumem-headline { font-size: var(--jp-ui-font-size3, 16px); font-weight: 600; }
 .jp-gpumem-view .jp-gpumem-headline[data-level="warn"], .jp-gpumem-view .jp-gpumem-policy[data-level="warn"],
@@ -60,7 +67,7 @@ CSS = """
 .jp-gpumem-view .jp-gpumem-source { font-size: var(--jp-ui-font-size0, 11px); color: var(--jp-ui-font-color2, #616161);
   border: 1px solid var(--jp-border-color2, #ccc); border-radius: 2px; padding: 0 3px; margin-left: 6px;
   font-weight: normal; vertical-align: middle; }
-.jp-gpumem-view .jp-gpumem-detail, .jp-gpumem-view .jp-gpumem-live { color: var(--jp-ui-font-color2, #616161); }
+.jp-gpumem-view .jp-gpumem-detail { color: var(--jp-ui-font-color2, #616161); }
 .jp-gpumem-view .jp-gpumem-reason { color: var(--jp-error-color0, #b71c1c); }
 .jp-gpumem-view table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin-top: 4px; }
 .jp-gpumem-view th { text-align: left; font-weight: 600; padding: 1px 10px 1px 4px;
@@ -72,13 +79,8 @@ CSS = """
 .jp-gpumem-view .jp-gpumem-badge { margin-left: 6px; padding: 0 4px; border-radius: 2px; font-size: 0.85em;
   background: var(--jp-brand-color1, #1976d2); color: var(--jp-ui-inverse-font-color1, #fff); }
 .jp-gpumem-view .jp-gpumem-na { color: var(--jp-ui-font-color2, #616161); font-style: italic; }
-.jp-gpumem-view .js-plotly-plot .xtick text, .jp-gpumem-view .js-plotly-plot .ytick text,
-.jp-gpumem-view .js-plotly-plot .legendtext, .jp-gpumem-view .js-plotly-plot .g-ytitle text,
-.jp-gpumem-view .js-plotly-plot .annotation-text { fill: var(--jp-ui-font-color2, #616161) !important; }
-.jp-gpumem-view .js-plotly-plot .gridlayer path, .jp-gpumem-view .js-plotly-plot .zerolinelayer path {
-  stroke: var(--jp-border-color2, #e0e0e0) !important; }
 """
-# The traces, in drawing order, with their colours; the legend lists them by `legendrank`.
+# The still chart's lines, in drawing order: (name, colour variable, plain colour, dash, width).
 TRACES = (
     ("total", "--jp-ui-font-color2", "#757575", "dot", 1),
     ("others", "--jp-ui-font-color3", "#9e9e9e", "solid", 1),
@@ -86,34 +88,25 @@ TRACES = (
     ("framework", "--jp-accent-color1", "#00897b", "solid", 1.5),
     ("own", "--jp-brand-color1", "#1976d2", "solid", 2.5),
 )
-LEGEND_RANK = {"own": 1, "framework": 2, "others": 3, "budget": 4, "total": 5}
-for _i, (_name, _var, _fallback, _dash, _width) in enumerate(TRACES):
-    CSS += (
-        f".jp-gpumem-view .scatterlayer .trace:nth-child({_i + 1}) .js-line {{ stroke: var({_var}, {_fallback}) "
-        "!important; }\n"
-        f".jp-gpumem-view .legend .traces:nth-child({LEGEND_RANK[_name]}) .js-line {{ stroke: var({_var}, "
-        f"{_fallback}) !important; }}\n"
-    )
-CSS += (
-    ".jp-gpumem-view .scatterlayer .trace:nth-child(6) .point { fill: var(--jp-error-color1, #d32f2f) !important; "
-    "stroke: var(--jp-layout-color1, #fff) !important; }\n"
-)
 
 
-def _chart_module() -> Any:
-    """plotly's graph_objects, or None when plotly (the `view` extra) is not installed."""
+def _history_module() -> Any:
+    """The still chart's history (numpy), or None when numpy (the `view` extra) is not installed."""
     try:
-        import numpy  # noqa: F401  (the chart's series)
-        import plotly.graph_objects as go
+        from . import history
     except ImportError:
         return None
-    return go
+    return history
 
 
-class GpuMemView(ipywidgets.VBox):  # type: ignore[misc]
+class GpuMemView(anywidget.AnyWidget):
     """This kernel's GPU memory, live, in a cell's output. Made by ``jupyter_gpumem.show()``."""
 
+    _esm = _static("inline.js", NOT_BUILT)
+    _css = _static("base.css", "")
+
     def __init__(self, stream: Stream, history: list[dict[str, Any]], latest: dict[str, Any] | None):
+        super().__init__()
         self._lock = threading.RLock()
         self._stream = stream
         self._closed = False
@@ -121,63 +114,43 @@ class GpuMemView(ipywidgets.VBox):  # type: ignore[misc]
         self._latest: dict[str, Any] | None = None
         self._shown: str | None = None
         self._window_s = stream.sampler.history_s
-        self._interval_s = stream.sampler.interval_s
-        self._header = ipywidgets.HTML(_dom_classes=["jp-gpumem-header"])
-        self._table = ipywidgets.HTML(_dom_classes=["jp-gpumem-table"])
-        self._live = ipywidgets.HTML(_dom_classes=["jp-gpumem-status"])
-        self._choice = ipywidgets.Dropdown(description="", layout=ipywidgets.Layout(width="auto", display="none"))
-        self._close_button = ipywidgets.Button(
-            description="Stop",
-            tooltip="Stop updating and keep this picture in the output",
-            layout=ipywidgets.Layout(width="auto"),
-        )
-        self._close_button.on_click(lambda _button: self.close())
-        self._setting_choice = False
-        self._choice.observe(self._chosen, "value")
-        self._go = _chart_module()
-        self._figure: Any = None
-        self._history: Any = None
-        self._chart_state: dict[str, Any] = {}
-        parts: list[Any] = [ipywidgets.HTML(f"<style>{CSS}</style>"), self._header]
-        if self._go is not None:
-            from .history import History
-
-            self._history = History(max(1, round(self._window_s / self._interval_s)))
-            self._figure = _figure_widget(self._go, self._lock)
-            parts.append(self._figure)
-        else:
-            parts.append(
-                ipywidgets.HTML(
-                    '<div class="jp-gpumem-detail">The chart needs plotly and anywidget, which are not installed '
-                    f"in this kernel's environment: {esc(PIP_VIEW)}, then run %gpumem show again.</div>"
-                )
-            )
-        parts += [self._table, ipywidgets.HBox([self._choice, self._close_button, self._live])]
-        super().__init__(parts, _dom_classes=["jp-gpumem-view"])
+        module = _history_module()
+        # The still picture's chart: the same samples, kept here (the live chart keeps its own in the browser).
+        self._history = module.History(max(1, round(self._window_s / stream.sampler.interval_s))) if module else None
         with self._lock:
             for sample in history:
                 self._push(sample)
             if latest is not None:
                 self._push(latest)
                 self._latest = latest
-            self._render()
+        self.on_msg(self._on_msg)
 
     # -- the sampler thread's side --------------------------------------------------------------------
 
     def update(self, sample: dict[str, Any]) -> None:
-        """A new sample (the sampler thread): the figures, the headline and the table follow it."""
+        """A new sample (the sampler thread): sent on to the browser, kept for the still picture."""
         with self._lock:
             if self._closed:
                 return
             self._push(sample)
             self._latest = sample
-            self._render()
+        self.send(protocol.sample_message(sample))
 
     def _push(self, sample: dict[str, Any]) -> None:
         if self._history is not None:
             self._history.push(figures_only(sample))
 
-    # -- rendering (under the lock) -------------------------------------------------------------------
+    # -- the browser's requests (the main thread) -------------------------------------------------------
+
+    def _on_msg(self, widget: Any, content: Any, buffers: Any) -> None:
+        """``replay``: the module (just loaded, or loaded again) asks for the history; ``stop``: its Stop
+        button. Anything else is ignored: this comm is ours, and the module sends nothing else."""
+        kind = content.get("type") if isinstance(content, dict) else None
+        if kind == "replay" and not self._closed:
+            sampler = self._stream.sampler
+            self.send(protocol.hello(sampler.interval_s, sampler.history_s, sampler.history()))
+        elif kind == "stop":
+            self.close()
 
     def _gpu(self) -> dict[str, Any] | None:
         sample = self._latest
@@ -186,96 +159,6 @@ class GpuMemView(ipywidgets.VBox):  # type: ignore[misc]
         self._shown = viewtext.choose_gpu(sample["gpus"], self._shown)
         gpus: list[dict[str, Any]] = sample["gpus"]
         return next(g for g in gpus if viewtext.gpu_key(g) == self._shown)
-
-    def _render(self) -> None:
-        sample = self._latest
-        gpu = self._gpu()
-        self._header.value = header_html(sample, gpu)
-        self._table.value = table_html(gpu)
-        if sample is not None:
-            self._live.value = (
-                '<span class="jp-gpumem-live">'
-                f"live · {viewtext.clock(sample['t'])} · every {self._interval_s:g} s</span>"
-            )
-        self._update_choice(sample)
-        if self._figure is not None and self._history is not None and gpu is not None and sample is not None:
-            self._draw(gpu, sample)
-
-    def _update_choice(self, sample: dict[str, Any] | None) -> None:
-        gpus = sample["gpus"] if sample and not sample.get("problem") else []
-        options = [(viewtext.gpu_option(g), viewtext.gpu_key(g)) for g in gpus]
-        self._setting_choice = True  # not the user's choice: _chosen ignores it
-        try:
-            if list(self._choice.options) != options:
-                self._choice.options = options
-            if self._shown is not None and self._choice.value != self._shown:
-                self._choice.value = self._shown
-        finally:
-            self._setting_choice = False
-        display = "" if len(options) > 1 else "none"
-        if self._choice.layout.display != display:
-            self._choice.layout.display = display
-
-    def _chosen(self, change: dict[str, Any]) -> None:
-        """The user picked another GPU (the main thread)."""
-        with self._lock:
-            if self._closed or self._setting_choice or change["new"] is None:
-                return
-            self._shown = change["new"]
-            self._chart_state.clear()
-            self._render()
-
-    def _draw(self, gpu: dict[str, Any], sample: dict[str, Any]) -> None:
-        from .history import chart_data
-
-        series = self._history.series(viewtext.gpu_key(gpu))
-        data = None if gpu["lost"] or series is None else chart_data(series, self._window_s, CHART_WIDTH_PX)
-        figure = self._figure
-        if data is None:
-            note = "Collecting…" if not gpu["lost"] else "GPU lost: no figures"
-            if self._chart_state.get("note") != note:
-                figure._send_update_msg(
-                    {"x": [[]] * 6, "y": [[]] * 6}, {"annotations[0].text": note, "xaxis.type": "date"}, list(range(6))
-                )
-            self._chart_state.clear()
-            self._chart_state["note"] = note
-            return
-        x = data.t * 1000 + _utc_offset_ms()
-        ys = [data.lines[name] for name, *_ in TRACES]
-        if not data.total_fits:
-            ys[0] = ys[0] * float("nan")  # the total is a note at the top instead
-        marks = data.marks
-        names = [
-            *(
-                viewtext.CHART_LABELS.get(name) or viewtext.framework_label(sample.get("framework"))
-                for name, *_ in TRACES
-            ),
-            "over budget",
-        ]
-        restyle: dict[str, Any] = {
-            "x": [x] * 5 + [[m.t * 1000 + _utc_offset_ms() for m in marks]],
-            "y": [*ys, [m.own_bytes / data.scale.size for m in marks]],
-            "hovertext": [None] * 5 + [[viewtext.mark_title(m.t, m.reason) for m in marks]],
-        }
-        layout: dict[str, Any] = {
-            "xaxis.range": [data.x0 * 1000 + _utc_offset_ms(), data.x1 * 1000 + _utc_offset_ms()],
-            "yaxis.range": [0, data.scale.top / data.scale.size],
-            "yaxis.dtick": data.scale.dtick,
-            "yaxis.title.text": data.scale.unit,
-            "annotations[0].text": "" if data.total_fits or not data.total else viewtext.total_above(data.total),
-        }
-        state = {"names": names}
-        if self._chart_state.get("names") != names:
-            restyle["name"] = names
-        changed = {k: v for k, v in layout.items() if self._chart_state.get(k) != v}
-        self._chart_state.update(state)
-        self._chart_state.update(changed)
-        # plotly.js forgets an axis type set in the layout when a restyle changes x, unless the same update
-        # sets it; and the figure's own plotly_update would validate every point (milliseconds a sample) and
-        # send only what differs from its Python copy. So the view sends the update message itself: the
-        # figure delta, the arrays as binary buffers. Its Python copy keeps the initial, empty traces.
-        axis = {"xaxis.type": "date", "xaxis.range": layout["xaxis.range"]}  # the range after the type: it holds
-        figure._send_update_msg(restyle, {**axis, **changed}, list(range(len(TRACES) + 1)))
 
     # -- display and closing (the main thread) ----------------------------------------------------------
 
@@ -304,8 +187,8 @@ class GpuMemView(ipywidgets.VBox):  # type: ignore[misc]
         return self._closed
 
     def close(self) -> None:
-        """Stop updating; each output of this view keeps its last picture (static HTML), then the widgets
-        go. Several views share the sampler, which goes on for the others and the sidebar."""
+        """Stop updating; each output of this view keeps its last picture (static HTML), then the widget
+        goes. Several views share the sampler, which goes on for the others and the sidebar."""
         with self._lock:
             if self._closed:
                 return
@@ -318,114 +201,7 @@ class GpuMemView(ipywidgets.VBox):  # type: ignore[misc]
             )
             for handle in self._handles:
                 handle.update(bundle, raw=True)
-        for child in self.children:
-            if child is not self._figure:
-                child.close()
-        if self._figure is not None:
-            self._figure.close()
         super().close()
-
-
-def _utc_offset_ms() -> float:
-    """plotly.js shows times as UTC: shifting them by the kernel's offset shows its local clock."""
-    return float(time.localtime().tm_gmtoff * 1000)
-
-
-def _figure_widget(go: Any, lock: threading.RLock) -> Any:
-    """A FigureWidget whose handlers of the browser's replies take the view's lock (they run on the main
-    thread while the sampler thread may be updating the same figure), and which keeps its layout as set."""
-
-    class Figure(go.FigureWidget):  # type: ignore[misc]
-        @observe("_js2py_traceDeltas")
-        def _handler_js2py_traceDeltas(self, change: Any) -> None:
-            with lock:
-                super()._handler_js2py_traceDeltas(change)
-
-        @observe("_js2py_layoutDelta")
-        def _handler_js2py_layoutDelta(self, change: Any) -> None:
-            # plotly.py would drop every layout setting equal to what the browser computed from it, the date
-            # axis type and the y range among them, which the browser then recomputes from the data (a linear
-            # axis of milliseconds, an autoranged y): the view keeps what it set, and needs no defaults.
-            with lock:
-                if change["new"]:
-                    self._layout_edit_in_process = False
-                    self._js2py_layoutDelta = None
-
-        @observe("_js2py_restyle")
-        def _handler_js2py_restyle(self, change: Any) -> None:
-            with lock:
-                super()._handler_js2py_restyle(change)
-
-        @observe("_js2py_relayout")
-        def _handler_js2py_relayout(self, change: Any) -> None:
-            with lock:
-                super()._handler_js2py_relayout(change)
-
-        @observe("_js2py_update")
-        def _handler_js2py_update(self, change: Any) -> None:
-            with lock:
-                super()._handler_js2py_update(change)
-
-    traces = [
-        go.Scatter(
-            x=[],
-            y=[],
-            mode="lines",
-            name=viewtext.CHART_LABELS.get(name, "framework in use"),
-            line={"color": fallback, "dash": dash, "width": width},
-            legendrank=LEGEND_RANK[name],
-            hovertemplate="%{y:.2f}<extra>%{fullData.name}</extra>",
-            connectgaps=False,
-        )
-        for name, _var, fallback, dash, width in TRACES
-    ]
-    traces.append(
-        go.Scatter(
-            x=[],
-            y=[],
-            mode="markers",
-            name="over budget",
-            showlegend=False,
-            marker={"symbol": "triangle-down", "size": 10, "color": "#d32f2f"},
-            hovertemplate="%{hovertext}<extra></extra>",
-        )
-    )
-    layout = {
-        "height": CHART_HEIGHT_PX,
-        "width": CHART_WIDTH_PX,
-        "margin": {"l": 44, "r": 8, "t": 28, "b": 28},
-        "paper_bgcolor": "rgba(0,0,0,0)",
-        "plot_bgcolor": "rgba(0,0,0,0)",
-        "hovermode": "x",
-        "showlegend": True,
-        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom", "font": {"size": 11}},
-        "xaxis": {
-            "type": "date",
-            "hoverformat": "%H:%M:%S",  # the hover gives the time to the second
-            "tickformatstops": [
-                {"dtickrange": [None, 60_000], "value": "%H:%M:%S"},
-                {"dtickrange": [60_000, None], "value": "%H:%M"},
-            ],
-            "showgrid": False,
-        },
-        "yaxis": {"rangemode": "tozero", "title": {"text": "GiB", "standoff": 4}, "gridcolor": "#e0e0e0"},
-        "font": {"size": 11},
-        "annotations": [
-            {
-                "text": "Collecting…",
-                "xref": "paper",
-                "yref": "paper",
-                "x": 1,
-                "y": 1,
-                "xanchor": "right",
-                "yanchor": "top",
-                "showarrow": False,
-            }
-        ],
-    }
-    figure = Figure(data=traces, layout=layout)
-    figure._config = {"displaylogo": False}
-    return figure
 
 
 # -- the HTML the view and its snapshot share -------------------------------------------------------------
@@ -523,7 +299,9 @@ def snapshot_text(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> 
 def snapshot_html(sample: dict[str, Any] | None, gpu: dict[str, Any] | None, history: Any, window_s: float) -> str:
     """The view as still HTML: what a saved notebook shows without its kernel's widgets."""
     chart = ""
-    if gpu is not None and history is not None and not gpu["lost"]:
+    if gpu is not None and history is None:
+        chart = f'<div class="jp-gpumem-detail">The still chart needs numpy: {esc(PIP_VIEW)}.</div>'
+    elif gpu is not None and history is not None and not gpu["lost"]:
         series = history.series(viewtext.gpu_key(gpu))
         chart = svg_chart(series, window_s) if series is not None else ""
     taken = f" at {viewtext.clock(sample['t'])}" if sample else ""

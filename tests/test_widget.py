@@ -20,7 +20,7 @@ from conftest import FIXTURES, SCENARIOS, Kernel
 from jupyter_gpumem import standin, viewtext
 from jupyter_gpumem.history import History, chart_data, decimate, y_scale
 from jupyter_gpumem.units import GiB, MiB
-from jupyter_gpumem.widget import header_html, snapshot_html, table_html
+from jupyter_gpumem.widget import STATIC, header_html, snapshot_html, table_html
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -155,7 +155,7 @@ def drain(kernel: Kernel, seconds: float) -> None:
 
 
 class Widgets:
-    """The view's widget models as the frontend sees them: opened by comm_open, changed by comm_msg."""
+    """The view's widget models as the frontend sees them: opened by comm_open, sent to by comm_msg."""
 
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
@@ -167,50 +167,36 @@ class Widgets:
             if m["msg_type"] == "comm_open" and m["content"].get("target_name") == "jupyter.widget"
         }
 
-    def updates(self, comm_id: str) -> list[dict[str, Any]]:
-        """Every comm_msg of one model, whole (buffers included), oldest first."""
-        return [
-            m
-            for m in self.kernel.passed
-            if m["msg_type"] == "comm_msg"
-            and m["content"]["comm_id"] == comm_id
-            and m["content"]["data"].get("method") == "update"
-        ]
-
     def closed(self) -> set[str]:
         return {m["content"]["comm_id"] for m in self.kernel.passed if m["msg_type"] == "comm_close"}
 
-    def find(self, test: Any) -> list[str]:
-        return [comm_id for comm_id, state in self.opened().items() if test(state)]
+    def views(self) -> list[str]:
+        """The inline views: anywidgets running the sidebar's module (static/inline.js)."""
+        return [comm_id for comm_id, state in self.opened().items() if "_esm" in state]
 
-    def headers(self) -> list[str]:
-        return self.find(lambda s: "jp-gpumem-header" in s.get("_dom_classes", []))
+    def messages(self, comm_id: str) -> list[dict[str, Any]]:
+        """What the kernel sent the view's module (its custom messages), oldest first."""
+        return [
+            m["content"]["data"]["content"]
+            for m in self.kernel.passed
+            if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == comm_id
+            and m["content"]["data"].get("method") == "custom"
+        ]
 
-    def figures(self) -> list[str]:
-        return self.find(lambda s: "_widget_data" in s)
+    def samples(self, comm_id: str) -> list[dict[str, Any]]:
+        return [m["sample"] for m in self.messages(comm_id) if m.get("type") == "sample"]
 
-    def state(self, comm_id: str) -> dict[str, Any]:
-        """The model's state now: what it opened with, and every change since."""
-        state = dict(self.opened()[comm_id])
-        for message in self.updates(comm_id):
-            state.update(message["content"]["data"]["state"])
-        return state
+    def ask(self, comm_id: str, content: dict[str, Any]) -> None:
+        """What the module sends the kernel (replay, stop), as the frontend's widget manager sends it."""
+        data = {"method": "custom", "content": content}
+        self.kernel.client.shell_channel.send(
+            self.kernel.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        )
 
-    def values(self, comm_id: str) -> list[str]:
-        first = self.opened()[comm_id].get("value", "")
-        later = [m["content"]["data"]["state"].get("value") for m in self.updates(comm_id)]
-        return [first, *[v for v in later if v is not None]]
 
-    def own_series(self, comm_id: str) -> list[np.ndarray]:
-        """This kernel's line (trace 4) in each plotly update of the figure, as the browser decodes it."""
-        out = []
-        for message in self.updates(comm_id):
-            data = message["content"]["data"]
-            paths = data.get("buffer_paths") or []
-            for path, buffer in zip(paths, message["buffers"], strict=True):
-                if path[:3] == ["_py2js_update", "style_data", "y"] and path[3] == 4:
-                    out.append(np.frombuffer(buffer, dtype=np.float64))
-        return out
+def own_mib(sample: dict[str, Any]) -> float:
+    return sample["gpus"][0]["own_bytes"] / MiB
 
 
 def budget_kernel(kernel_with: Any, **env: str) -> Kernel:
@@ -243,21 +229,26 @@ def test_gpumem_show_displays_the_live_view_with_a_still_picture_beside_it(kerne
     assert "3.1 of 20.0 GiB budget (15%, not in force)" in data["text/html"]
     assert "&lt;img src=x onerror=alert(1)&gt;" in data["text/html"] and "<img" not in data["text/html"]
     widgets = Widgets(kernel)
-    root = widgets.find(lambda s: "jp-gpumem-view" in s.get("_dom_classes", []))
-    assert root == [data[WIDGET_VIEW]["model_id"]]
-    [header] = widgets.headers()
-    value = widgets.values(header)[-1]
-    assert "3.1 of 20.0 GiB budget (15%, not in force)" in value and 'data-level="ok"' in value
-    assert "SIMULATED GPU — stand-in NVML (sidebar.scenario)" in value
-    assert 'data-source="exact"' in value  # exact / matched / estimated / unknown, as the protocol says
-    assert "TensorFlow limit 19.5 GiB + 500 MiB set aside for CUDA and libraries (estimated)" in value
-    [figure] = widgets.figures()
-    names = [trace["name"] for trace in widgets.state(figure)["_widget_data"]]
-    assert names == ["device total", "others", "budget", "framework in use", "this kernel", "over budget"]
-    # The show cell did not wait for the sampler: the chart fills from its first samples on.
+    assert widgets.views() == [data[WIDGET_VIEW]["model_id"]]
+    [view] = widgets.views()
+    state = widgets.opened()[view]
+    assert state["_esm"] == (STATIC / "inline.js").read_text()  # the sidebar's rendering, bundled
+    assert ".jp-GpuMem-headline" in state["_css"]  # and its styles, for frontends without the labextension
+    # The show cell did not wait for the sampler: samples follow, each a protocol message the sidebar reads.
     drain(kernel, 3)
-    assert len(widgets.own_series(figure)) >= 2
-    assert widgets.own_series(figure)[-1][-1] == pytest.approx(3174 / 1024)
+    samples = widgets.samples(view)
+    assert len(samples) >= 2 and own_mib(samples[-1]) == 3174
+    assert samples[-1]["gpus"][0]["budget_bytes"] == 20 * GiB and samples[-1]["policy_state"] == "recorded"
+    # The module, once loaded, asks for the history: the kernel answers with the sidebar's hello.
+    widgets.ask(view, {"type": "replay"})
+    drain(kernel, 2)
+    [hello] = [m for m in widgets.messages(view) if m["type"] == "hello"]
+    assert hello["protocol"] == 1 and hello["interval_s"] == 1.0 and len(hello["history"]) >= 2
+    assert all("processes" not in g for s in hello["history"] for g in s["gpus"])  # figures only
+    widgets.ask(view, {"type": "mine now"})  # anything else: ignored, nothing changes
+    widgets.ask(view, "not an object")
+    drain(kernel, 1.5)
+    assert view not in widgets.closed() and kernel.run("print(1)").stdout == "1\n"
 
 
 @pytest.mark.kernel
@@ -265,7 +256,7 @@ def test_the_view_moves_while_another_cell_is_busy(kernel_with):
     kernel = budget_kernel(kernel_with)
     kernel.run("%gpumem show")
     widgets = Widgets(kernel)
-    [header], [figure] = widgets.headers(), widgets.figures()
+    [view] = widgets.views()
     # One cell: this kernel "grows" to 6000 MiB, then the cell sleeps; the main thread is busy throughout.
     reply = kernel.run(
         "from pathlib import Path\nfrom jupyter_gpumem import standin\n"
@@ -274,8 +265,7 @@ def test_the_view_moves_while_another_cell_is_busy(kernel_with):
     )
     assert reply.status == "ok"
     # kernel.passed holds what arrived before the cell's idle status: the view moved during the sleep.
-    assert any("5.9 of 20.0 GiB budget (29%, not in force)" in v for v in widgets.values(header))
-    assert widgets.own_series(figure)[-1][-1] == pytest.approx(6000 / 1024)
+    assert own_mib(widgets.samples(view)[-1]) == 6000
 
 
 @pytest.mark.kernel
@@ -292,7 +282,8 @@ def test_two_views_share_the_one_sampler_and_closing_one_stops_only_its_updates(
     assert reply.stdout.splitlines()[-1] == "1"  # one sampler thread, not one per view
     first, second = [d for d in reply.displayed if WIDGET_VIEW in d["data"]]
     widgets = Widgets(kernel)
-    header_a, header_b = widgets.headers()
+    view_a, view_b = widgets.views()
+    assert view_a == first["data"][WIDGET_VIEW]["model_id"]
     closed = kernel.run("a.close(); print(len(jupyter_gpumem.stream.stream().views), a.closed, b.closed)")
     assert closed.stdout.strip() == "1 True False"
     # Its output is replaced by its last picture: still HTML, no widget any more.
@@ -300,42 +291,36 @@ def test_two_views_share_the_one_sampler_and_closing_one_stops_only_its_updates(
     assert WIDGET_VIEW not in update["data"] and "Stopped at" in update["data"]["text/html"]
     assert "3.1 of 20.0 GiB budget" in update["data"]["text/html"] and "<svg" in update["data"]["text/html"]
     drain(kernel, 0.5)
-    assert {first["data"][WIDGET_VIEW]["model_id"], header_a} <= widgets.closed()
-    before = len(widgets.updates(header_a))
+    assert view_a in widgets.closed()
+    before = len(widgets.samples(view_a))
     kernel.run(
         "from pathlib import Path\nfrom jupyter_gpumem import standin\n"
         f"standin.write_scenario(Path({str(kernel.scenario)!r}), {own_scenario(kernel, 6000)!r})\n"
         "import time; time.sleep(2.5)"
     )
-    assert len(widgets.updates(header_a)) == before  # the closed view got nothing more
-    assert any("5.9 of 20.0 GiB" in v for v in widgets.values(header_b))  # the other one still moves
-    assert second["data"][WIDGET_VIEW]["model_id"] not in widgets.closed()
-
-
-def test_a_kernel_shutting_down_leaves_each_live_views_last_picture_in_its_output(kernel_with):
-    """A notebook saved after its kernel has gone shows the picture, not a widget whose model died with it."""
-    kernel = budget_kernel(kernel_with)
-    reply = kernel.run("import jupyter_gpumem\njupyter_gpumem.show()")
-    [live] = [d for d in reply.displayed if WIDGET_VIEW in d["data"]]
-    kernel.manager.shutdown_kernel(now=False)  # a shutdown_request, as JupyterLab sends
+    assert len(widgets.samples(view_a)) == before  # the closed view got nothing more
+    assert own_mib(widgets.samples(view_b)[-1]) == 6000  # the other one still moves
+    assert view_b not in widgets.closed()
+    # Its Stop button: the module asks, the kernel closes it and leaves the picture.
+    widgets.ask(view_b, {"type": "stop"})
     drain(kernel, 2)
-    updates = [
+    assert view_b in widgets.closed()
+    assert kernel.run("print(len(jupyter_gpumem.stream.stream().views), b.closed)").stdout.strip() == "0 True"
+    stopped = [
         m["content"]
         for m in kernel.passed
         if m["msg_type"] == "update_display_data"
-        and m["content"]["transient"]["display_id"] == live["transient"]["display_id"]
+        and m["content"]["transient"]["display_id"] == second["transient"]["display_id"]
     ]
-    assert len(updates) == 1, [m["msg_type"] for m in kernel.passed]
-    assert WIDGET_VIEW not in updates[0]["data"] and "<svg" in updates[0]["data"]["text/html"]
-    assert "3.1 of 20.0 GiB budget" in updates[0]["data"]["text/html"]
+    assert len(stopped) == 1 and "Stopped at" in stopped[0]["data"]["text/html"]
 
 
-BLOCK_PLOTLY = """import sys
+BLOCK_NUMPY = """import sys
 
 
 class NotInstalled:
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("plotly", "anywidget"):
+        if name.split(".")[0] == "numpy":
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 
@@ -344,17 +329,20 @@ sys.meta_path.insert(0, NotInstalled())
 
 
 @pytest.mark.kernel
-def test_without_plotly_the_view_shows_the_figures_and_the_table_and_says_what_to_install(kernel_with, tmp_path):
+def test_without_numpy_the_view_is_live_and_its_still_picture_says_what_to_install(kernel_with, tmp_path):
     (tmp_path / "blocked").mkdir()
-    (tmp_path / "blocked" / "sitecustomize.py").write_text(BLOCK_PLOTLY)
+    (tmp_path / "blocked" / "sitecustomize.py").write_text(BLOCK_NUMPY)
     kernel = budget_kernel(kernel_with, PYTHONPATH=str(tmp_path / "blocked"))
     reply = kernel.run("%gpumem show")
     assert reply.status == "ok" and reply.stderr == "", reply.error
+    [shown] = reply.displayed
+    assert WIDGET_VIEW in shown["data"] and "3.1 of 20.0 GiB budget" in shown["data"]["text/html"]
+    assert "The still chart needs numpy: %pip install &#x27;jupyter-gpumem[view]&#x27;" in shown["data"]["text/html"]
     widgets = Widgets(kernel)
-    assert widgets.figures() == [] and len(widgets.headers()) == 1
-    notes = widgets.find(lambda s: "The chart needs plotly" in s.get("value", ""))
-    assert len(notes) == 1 and "%pip install &#x27;jupyter-gpumem[view]&#x27;" in widgets.opened()[notes[0]]["value"]
-    assert kernel.run("import sys; print('plotly' in sys.modules)").stdout == "False\n"
+    [view] = widgets.views()
+    drain(kernel, 2.5)
+    assert own_mib(widgets.samples(view)[-1]) == 3174
+    assert kernel.run("import sys; print('numpy' in sys.modules)").stdout == "False\n"
 
 
 @pytest.mark.kernel

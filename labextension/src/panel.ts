@@ -19,45 +19,19 @@ import { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { PIP_COMMAND, STALE } from './channel';
-import { Chart } from './chart';
 import { element } from './dom';
 import { KernelFollower } from './follower';
 import {
-  ILine,
-  breakdown,
-  budgetNote,
   channelLine,
-  deviceLine,
   gpuOption,
-  headline,
-  limitLines,
-  ownLine,
   noNotebook,
   notebookLabel,
-  overLine,
   panelTitle,
-  policyLine,
-  simulatedBanner,
   uiText
 } from './format';
 import { chooseGpu, gpuKey } from './history';
 import { IGpu } from './protocol';
-import { ProcessTable } from './table';
-
-/** Set a node's text (and colour level); an empty or null line hides it. */
-function show(node: HTMLElement, line: ILine | string | null): void {
-  const { text, level } =
-    typeof line === 'string' || line === null
-      ? { text: line ?? '', level: null }
-      : line;
-  if (node.textContent !== text) {
-    node.textContent = text;
-  }
-  if (level !== null && node.dataset.level !== level) {
-    node.dataset.level = level;
-  }
-  node.hidden = !text;
-}
+import { MemoryView, show } from './view';
 
 export interface IPanelOptions {
   translator: ITranslator;
@@ -68,26 +42,13 @@ export interface IPanelOptions {
 export class GpuMemPanel extends SidePanel {
   private _frame = 0;
   private readonly _text: TranslationBundle; // this extension's domain (SidePanel's _trans is JupyterLab's)
-  private readonly _chart: Chart;
-  private readonly _table: ProcessTable;
+  private readonly _view: MemoryView;
   private readonly _select: HTMLSelectElement;
   private readonly _selectItem: Widget;
   private readonly _nodes: {
     kernel: HTMLElement;
-    banner: HTMLElement;
-    notice: HTMLElement;
     status: HTMLElement;
     pip: HTMLElement;
-    body: HTMLElement;
-    headline: HTMLElement;
-    own: HTMLElement;
-    limits: HTMLElement;
-    note: HTMLElement;
-    breakdown: HTMLElement;
-    reason: HTMLElement;
-    policy: HTMLElement;
-    device: HTMLElement;
-    chart: HTMLElement;
   };
 
   constructor(
@@ -153,38 +114,12 @@ export class GpuMemPanel extends SidePanel {
     view.addClass('jp-GpuMem-content');
     this.content.addWidget(view);
     const root = view.node;
-    const div = (name: string, parent: HTMLElement) =>
-      element('div', `jp-GpuMem-${name}`, parent);
-    const kernel = div('kernel', root);
-    const banner = div('banner', root);
-    const notice = div('notice', root);
-    const status = div('status', root);
-    const pip = element('code', 'jp-GpuMem-pip', root);
+    const kernel = element('div', 'jp-GpuMem-kernel', root);
+    this._view = new MemoryView(root, trans, () => this.update());
+    const status = element('div', 'jp-GpuMem-status', this._view.top);
+    const pip = element('code', 'jp-GpuMem-pip', this._view.top);
     pip.textContent = PIP_COMMAND;
-    const body = div('body', root);
-    this._nodes = {
-      kernel,
-      banner,
-      notice,
-      status,
-      pip,
-      body,
-      headline: div('headline', body),
-      own: div('own', body),
-      note: div('budgetNote', body),
-      breakdown: div('breakdown', body),
-      reason: div('reason', body),
-      policy: div('policy', body),
-      limits: div('limits', body),
-      device: div('device', body),
-      chart: div('chartBox', body)
-    };
-    this._chart = new Chart(
-      div('chart', this._nodes.chart),
-      div('legend', this._nodes.chart),
-      trans
-    );
-    this._table = new ProcessTable(body, trans, () => this.update());
+    this._nodes = { kernel, status, pip };
     kernels.changed.connect(() => this.update(), this);
   }
 
@@ -222,12 +157,9 @@ export class GpuMemPanel extends SidePanel {
       channel ? channelLine(channel.state, channel.detail, trans) : null
     );
     n.pip.hidden = channel?.state !== 'missing';
-    show(n.banner, simulatedBanner(latest?.simulated ?? null, trans));
-    show(n.notice, latest?.notice?.text ?? null);
-    n.banner.title = latest?.simulated ?? '';
+    this._view.renderTop(latest);
     const hasGpu = latest !== null && !latest.problem && latest.gpus.length > 0;
-    n.body.hidden = !hasGpu;
-    n.body.classList.toggle('jp-mod-stale', stale);
+    this._view.body.hidden = !hasGpu;
     if (latest === null || !hasGpu) {
       this._selectItem.hide();
       if (latest?.problem && streaming) {
@@ -236,24 +168,13 @@ export class GpuMemPanel extends SidePanel {
       return;
     }
     const gpu = this._selectGpu(latest.gpus);
-    show(n.headline, headline(gpu, latest, trans));
-    show(n.own, ownLine(gpu, trans));
-    show(n.note, budgetNote(gpu, latest, trans));
-    show(n.breakdown, breakdown(gpu, latest.framework, trans));
-    show(n.reason, overLine(gpu, trans));
-    show(n.policy, policyLine(latest, trans));
-    const limits = [...limitLines(gpu, trans), latest.limitNote ?? ''];
-    show(n.limits, limits.filter(line => line).join('\n') || null);
-    show(n.device, deviceLine(gpu, trans));
-    n.chart.hidden = gpu.lost; // no figures to draw: no chart, no legend
-    this._table.render(gpu, stale);
-    if (!gpu.lost) {
-      this._chart.render(
-        channel!.history.series(gpuKey(gpu)),
-        channel!.windowS * 1000,
-        latest.framework
-      );
-    }
+    this._view.render(
+      latest,
+      gpu,
+      channel!.history.series(gpuKey(gpu)),
+      channel!.windowS * 1000,
+      stale
+    );
   }
 
   protected onAfterShow(msg: Message): void {
@@ -276,7 +197,7 @@ export class GpuMemPanel extends SidePanel {
   }
 
   dispose(): void {
-    this._chart.dispose();
+    this._view.dispose();
     super.dispose();
   }
 

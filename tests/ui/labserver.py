@@ -183,7 +183,8 @@ if __name__ == "__main__":
 
 
 def write_kernelspecs(share: Path) -> None:
-    """``without-gpumem`` (Python, jupyter_gpumem not importable) and ``echo`` (not Python)."""
+    """``without-gpumem`` (Python, jupyter_gpumem not importable), ``echo`` (not Python) and ``shared`` (Python,
+    with the privacy a hub's spawner would set: other users' processes per user)."""
     code = share / "code"
     (code / "blocked").mkdir(parents=True)
     (code / "blocked" / "sitecustomize.py").write_text(BLOCKER)
@@ -195,6 +196,12 @@ def write_kernelspecs(share: Path) -> None:
             "display_name": "Python 3 (without jupyter-gpumem)",
             "language": "python",
             "env": {"PYTHONPATH": str(code / "blocked")},
+        },
+        "shared": {
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (a shared GPU)",
+            "language": "python",
+            "env": {"JUPYTER_GPUMEM_PRIVACY": "names"},
         },
         "echo": {
             "argv": [sys.executable, "-m", "echo_kernel", "-f", "{connection_file}"],

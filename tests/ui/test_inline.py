@@ -36,13 +36,12 @@ def bare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 def chart_points(page: Page, view: int = 0) -> int:
-    """How many points this kernel's line has in the view's plotly chart (the 5th trace drawn)."""
+    """How many points this kernel's line has in the view's chart (the sidebar's SVG chart)."""
     return int(
         page.evaluate(
             """i => {
-              const view = document.querySelectorAll('.jp-gpumem-view')[i];
-              const path = view?.querySelector('.scatterlayer .trace:nth-child(5) .js-line');
-              const d = path?.getAttribute('d') || '';
+              const view = document.querySelectorAll('.jp-GpuMem-inline')[i];
+              const d = view?.querySelector('path.jp-GpuMem-line.jp-mod-own')?.getAttribute('d') || '';
               return (d.match(/[ML]/g) || []).length;
             }""",
             view,
@@ -54,54 +53,55 @@ def check_inline_view(page: Page, lab: Lab, name: str, screenshot: str) -> None:
     lab.set_scenario((SCENARIOS / "sidebar.scenario").read_text())
     open_notebook(page, lab, name, [BUDGET, "%gpumem show", grow(lab, 6000, 6), "%gpumem show", grow(lab, 8000, 4)])
     run_cell(page, 0)
-    run_cell(page, 1, timeout_ms=60_000)  # the first view imports plotly (seconds on a small machine)
-    view = page.locator(".jp-gpumem-view").first
-    headline = view.locator(".jp-gpumem-headline")
-    expect(headline).to_contain_text("3.1 of 20.0 GiB budget (15%, not in force)")
-    expect(view.locator(".jp-gpumem-source")).to_have_text("exact")
-    expect(view.locator(".jp-gpumem-banner")).to_contain_text("SIMULATED GPU")
-    expect(view.locator(".jp-gpumem-device")).to_have_text("GPU 0 · NVIDIA A100-SXM4-40GB · 16.1 GiB of 40.0 GiB used")
-    rows = view.locator(".jp-gpumem-processes tbody tr")
+    run_cell(page, 1)
+    # The sidebar's own rendering (view.ts), in the cell's output.
+    view = page.locator(".jp-GpuMem-inline").first
+    headline = view.locator(".jp-GpuMem-headline")
+    expect(headline).to_have_text("3.1 of 20.0 GiB budget (15%, not in force)")
+    expect(view.locator(".jp-GpuMem-own")).to_have_text(re.compile(r"^Exact"))
+    expect(view.locator(".jp-GpuMem-banner")).to_contain_text("SIMULATED GPU")
+    expect(view.locator(".jp-GpuMem-device")).to_have_text("GPU 0 · NVIDIA A100-SXM4-40GB · 16.1 GiB of 40.0 GiB used")
+    rows = view.locator(".jp-GpuMem-processes tbody tr")
     expect(rows).to_have_count(3)
-    expect(view.locator("tr.jp-gpumem-self .jp-gpumem-badge")).to_have_text("this kernel")
-    expect(rows.nth(2).locator(".jp-gpumem-name")).to_have_text("<img src=x onerror=alert(1)>")
+    expect(view.locator("tr.jp-GpuMem-self .jp-GpuMem-badge")).to_have_text("this kernel")
+    expect(view.locator(".jp-GpuMem-processes")).to_contain_text("<img src=x onerror=alert(1)>")
     assert view.locator("img").count() == 0
-    expect(view.locator(".js-plotly-plot .legendtext").first).to_be_visible()
-    legend = view.locator(".js-plotly-plot .legendtext").all_text_contents()
-    assert legend == ["this kernel", "TensorFlow in use", "others", "budget", "device total"]
-    # plotly.js draws no group for the over-budget marks while there are none: five lines.
-    page.wait_for_function("() => document.querySelectorAll('.jp-gpumem-view .scatterlayer .trace').length === 5")
+    # As in the sidebar: the lines with figures (TensorFlow has not started; the device total is a note).
+    expect(view.locator(".jp-GpuMem-legendItem")).to_have_text(["this kernel", "others", "budget"])
+    # The chart fills from the history the kernel replays and the samples after it.
+    page.wait_for_function("() => document.querySelector('.jp-GpuMem-inline .jp-GpuMem-collecting')?.hidden")
     page.wait_for_function(
-        """() => (document.querySelector('.jp-gpumem-view .scatterlayer .trace:nth-child(5) .js-line')
+        """() => (document.querySelector('.jp-GpuMem-inline path.jp-GpuMem-line.jp-mod-own')
                  ?.getAttribute('d') || '').includes('L')"""
     )
     # The busy cell: the kernel grows to 6000 MiB and the cell sleeps; the view moves before it ends.
     cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(2)
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
-    expect(headline).to_contain_text("5.9 of 20.0 GiB budget (29%, not in force)", timeout=5_000)
+    expect(headline).to_have_text("5.9 of 20.0 GiB budget (29%, not in force)", timeout=5_000)
     expect(cell.locator(".jp-InputPrompt")).to_have_text("[*]:")  # still running
     before = chart_points(page)
     page.wait_for_timeout(1500)
     assert chart_points(page) > before  # the chart grows too, not only the text
-    expect(view.locator(".jp-gpumem-status")).to_contain_text(re.compile(r"live · \d\d:\d\d:\d\d · every 1 s"))
+    expect(view.locator(".jp-GpuMem-live")).to_have_text(re.compile(r"live · \d\d:\d\d:\d\d · every 1 s"))
     expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=15_000)
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).screenshot(path=ARTIFACTS / screenshot)
     # A second view shares the sampler; stopping the first leaves its picture, the second moves on.
     run_cell(page, 3)
-    expect(page.locator(".jp-gpumem-view:not(.jp-gpumem-snapshot)")).to_have_count(2)
-    second = page.locator(".jp-gpumem-view").nth(1).locator(".jp-gpumem-headline")
-    expect(second).to_contain_text("5.9 of 20.0 GiB budget")
+    expect(page.locator(".jp-GpuMem-inline")).to_have_count(2)
+    second = page.locator(".jp-GpuMem-inline").nth(1)
+    expect(second.locator(".jp-GpuMem-headline")).to_contain_text("5.9 of 20.0 GiB budget")
+    assert chart_points(page, 1) > 2  # the second view's chart starts from the replayed history, not empty
     view.get_by_role("button", name="Stop").click()
     still = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).locator(".jp-gpumem-snapshot")
     expect(still).to_contain_text("Stopped at")
     expect(still.locator("svg.jp-gpumem-still polyline").first).to_be_attached()
-    expect(page.locator(".jp-gpumem-view:not(.jp-gpumem-snapshot)")).to_have_count(1)
+    expect(page.locator(".jp-GpuMem-inline")).to_have_count(1)
     cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(4)  # busy again: 8000 MiB
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
-    live = page.locator(".jp-gpumem-view:not(.jp-gpumem-snapshot) .jp-gpumem-headline")
+    live = page.locator(".jp-GpuMem-inline .jp-GpuMem-headline")
     expect(live).to_contain_text("7.8 of 20.0 GiB budget", timeout=8_000)
     expect(still.locator(".jp-gpumem-headline")).to_contain_text("5.9 of 20.0 GiB budget")  # it stays still
 

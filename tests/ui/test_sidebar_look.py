@@ -160,6 +160,52 @@ def test_a_lost_gpu_reads_as_lost_not_as_an_empty_gpu(page: Page, lab: Lab) -> N
     set_theme(page, False)
 
 
+NOTICE = (
+    "from jupyter_gpumem.publish import kernel_report_path\n"
+    "from jupyter_gpumem.files import replace_json\n"
+    "import time\n"
+    "report = kernel_report_path()\n"
+    "replace_json(report.with_name(report.stem + '.notice.json'), {'protocol': 1, 'type': 'notice', 't': time.time(),"
+    " 'kind': 'idle_warning', 'text': 'This kernel has held 18.5 GiB of GPU memory while idle for 30 min; it will be"
+    " shut down at 14:35 (after 60 min idle) unless it runs something.', 'shutdown_at': time.time() + 1800})"
+)
+
+
+def test_under_a_hub_other_users_are_one_line_and_the_servers_notice_comes_first(page: Page, lab: Lab) -> None:
+    lab.set_scenario(twelve(18944))
+    open_notebook(page, lab, "shared.ipynb", ["%load_ext jupyter_gpumem", NOTICE], kernel="shared")
+    run_cell(page, 0)
+    open_sidebar(page)
+    panel = page.locator("#jupyter-gpumem-panel")
+    # This kernel's row alone; the eleven others, whom the host cannot name, as one line.
+    expect(panel.locator(".jp-GpuMem-processes tbody tr")).to_have_count(1)
+    others = panel.locator(".jp-GpuMem-others")
+    expect(others).to_have_text(re.compile(r"^other users: 11 processes, 16\.\d GiB \(user unknown: 11 processes"))
+    expect(panel).not_to_contain_text("onerror")
+    run_cell(page, 1)
+    notice = panel.locator(".jp-GpuMem-notice")
+    expect(notice).to_contain_text("This kernel has held 18.5 GiB of GPU memory while idle for 30 min")
+    toast = page.locator(".Toastify__toast", has_text="shared.ipynb: This kernel has held 18.5 GiB")
+    expect(toast).to_have_count(1)
+    status = page.locator(".jp-GpuMem-status-item")
+    expect(status).to_have_attribute("data-level", "warn")
+    assert (status.get_attribute("title") or "").startswith("This kernel has held 18.5 GiB")
+    page.wait_for_timeout(2500)  # more samples with the same notice: still one toast
+    expect(toast).to_have_count(1)
+    for dark in (False, True):
+        set_theme(page, dark)
+        theme = "dark" if dark else "light"
+        for width in (250, 600):
+            set_sidebar_width(page, width)
+            page.wait_for_timeout(300)
+            for box in layout(page)["scrollers"]:
+                assert box["scrollWidth"] <= box["clientWidth"], f"{theme}, {width} px: {box}"
+            assert contrast(page, ".jp-GpuMem-notice") >= 4.5, f"{theme}: the notice"
+            assert contrast(page, ".jp-GpuMem-others") >= 4.5, f"{theme}: other users"
+            panel.screenshot(path=ARTIFACTS / f"sidebar-hub-{theme}-{width}.png")
+    set_theme(page, False)
+
+
 HOVER = """() => [...document.querySelectorAll('#jupyter-gpumem-panel .jp-GpuMem-hover > *')].map(n => n.textContent)"""
 
 

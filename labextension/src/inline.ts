@@ -1,0 +1,215 @@
+/**
+ * The inline live view (`%gpumem show`): an anywidget module, bundled on its own
+ * (jupyter_gpumem/static/inline.js) so that it runs in any frontend that shows ipywidgets, with or
+ * without this package's labextension: JupyterLab, Notebook 7, VS Code.
+ *
+ * It shows what the sidebar shows, with the sidebar's own code (view.ts: headline, chart, table):
+ * the kernel sends the comm protocol's messages (docs/protocol.md) over the widget's comm, a
+ * `sample` per interval from its sampler thread and a `hello` (settings and history) when this
+ * module asks for it with `replay`; `stop` asks the kernel to close the view. Every message is
+ * checked as the sidebar checks it (protocol.ts `receive`).
+ */
+
+import { clock, gpuOption } from './format';
+import { History, chooseGpu, gpuKey } from './history';
+import {
+  DEFAULT_HISTORY_S,
+  DEFAULT_INTERVAL_S,
+  ISample,
+  receive
+} from './protocol';
+import { MemoryView, show } from './view';
+
+/** The part of an anywidget model this view uses. */
+interface IModel {
+  on(event: 'msg:custom', callback: (content: unknown) => void): void;
+  send(content: Record<string, unknown>): void;
+}
+
+/** JupyterLab's nullTranslator (Gettext.strfmt): %1 … %n filled in, the text as it is. */
+const trans = {
+  __: (message: string, ...args: unknown[]): string =>
+    message
+      .replace(/%%/g, '%% ')
+      .replace(/%(\d+)/g, (_, n) => String(args[Number(n) - 1]))
+      .replace(/%% /g, '%')
+};
+
+/** One model's figures, shared by every output that shows it (a view displayed twice); it lives as long as
+ * the model (a WeakMap entry). */
+class Stream {
+  intervalS = DEFAULT_INTERVAL_S;
+  historyS = DEFAULT_HISTORY_S;
+  readonly history = new History(
+    Math.ceil(DEFAULT_HISTORY_S / DEFAULT_INTERVAL_S)
+  );
+  gpu: string | null = null;
+  /** Samples that came before the kernel answered `replay` (it answers once its cell is done): they go
+   * after the history it replays. Null once it has. */
+  private _early: ISample[] | null = [];
+  private _listeners = new Set<() => void>();
+
+  constructor(private readonly _model: IModel) {
+    _model.on('msg:custom', this._receive);
+    _model.send({ type: 'replay' });
+  }
+
+  listen(callback: () => void): () => void {
+    this._listeners.add(callback);
+    return () => this._listeners.delete(callback);
+  }
+
+  stop(): void {
+    this._model.send({ type: 'stop' });
+  }
+
+  private _receive = (content: unknown): void => {
+    const message = receive(content);
+    if (message === null) {
+      return;
+    }
+    if (message.type === 'hello') {
+      const early = this._early ?? [];
+      this._early = null;
+      this.intervalS = message.intervalS;
+      this.historyS = message.historyS;
+      this.history.capacity = Math.ceil(message.historyS / message.intervalS);
+      this.history.reset(message.history);
+      const last = message.history[message.history.length - 1]?.t ?? -Infinity;
+      early.filter(s => s.t > last).forEach(s => this.history.push(s));
+    } else {
+      this._early?.push(message.sample);
+      this.history.push(message.sample);
+    }
+    this._listeners.forEach(callback => callback());
+  };
+}
+
+const streams = new WeakMap<IModel, Stream>();
+
+function streamOf(model: IModel): Stream {
+  let stream = streams.get(model);
+  if (!stream) {
+    stream = new Stream(model);
+    streams.set(model, stream);
+  }
+  return stream;
+}
+
+function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
+  const stream = streamOf(model);
+  const root = document.createElement('div');
+  root.className = 'jp-GpuMem jp-GpuMem-inline';
+  el.appendChild(root);
+  const content = document.createElement('div');
+  content.className = 'jp-GpuMem-content';
+  root.appendChild(content);
+  let frame = 0;
+  const schedule = () => {
+    if (!frame) {
+      frame = requestAnimationFrame(() => {
+        frame = 0;
+        draw();
+      });
+    }
+  };
+  const view = new MemoryView(content, trans, schedule);
+  const status = document.createElement('div');
+  status.className = 'jp-GpuMem-status';
+  view.top.appendChild(status);
+  const footer = document.createElement('div');
+  footer.className = 'jp-GpuMem-footer';
+  content.appendChild(footer);
+  const select = document.createElement('select');
+  select.className = 'jp-GpuMem-inlineChoice';
+  select.setAttribute('aria-label', trans.__('GPU to show'));
+  select.addEventListener('change', () => {
+    stream.gpu = select.value;
+    schedule();
+  });
+  footer.appendChild(select);
+  const stop = document.createElement('button');
+  stop.className = 'jp-GpuMem-stop';
+  stop.textContent = trans.__('Stop');
+  stop.title = trans.__('Stop updating and keep this picture in the output');
+  stop.addEventListener('click', () => {
+    stop.disabled = true;
+    stream.stop();
+  });
+  footer.appendChild(stop);
+  const live = document.createElement('span');
+  live.className = 'jp-GpuMem-live';
+  footer.appendChild(live);
+
+  function draw(): void {
+    const latest: ISample | null = stream.history.latest;
+    view.renderTop(latest);
+    const gpus = latest && !latest.problem ? latest.gpus : [];
+    view.body.hidden = gpus.length === 0;
+    show(
+      status,
+      latest === null
+        ? trans.__('Collecting…')
+        : latest.problem
+          ? latest.problem
+          : gpus.length === 0
+            ? trans.__('The NVIDIA driver is loaded but reports no GPUs.')
+            : null
+    );
+    select.hidden = gpus.length < 2;
+    show(
+      live,
+      latest
+        ? trans.__(
+            'live · %1 · every %2 s',
+            clock(latest.t * 1000, true),
+            stream.intervalS
+          )
+        : null
+    );
+    if (latest === null || gpus.length === 0) {
+      return;
+    }
+    stream.gpu = chooseGpu(gpus, stream.gpu)!;
+    const keys = gpus.map(gpuKey);
+    const labels = gpus.map(gpu => gpuOption(gpu, trans));
+    if (
+      select.options.length !== gpus.length ||
+      keys.some(
+        (k, i) =>
+          select.options[i].value !== k || select.options[i].text !== labels[i]
+      )
+    ) {
+      select.textContent = '';
+      keys.forEach((key, i) => {
+        const option = document.createElement('option');
+        option.value = key;
+        option.textContent = labels[i];
+        select.appendChild(option);
+      });
+    }
+    if (select.value !== stream.gpu) {
+      select.value = stream.gpu;
+    }
+    const gpu = gpus[keys.indexOf(stream.gpu)];
+    view.render(
+      latest,
+      gpu,
+      stream.history.series(stream.gpu),
+      stream.historyS * 1000,
+      false
+    );
+  }
+
+  const unlisten = stream.listen(schedule);
+  draw();
+  return () => {
+    unlisten();
+    if (frame) {
+      cancelAnimationFrame(frame);
+    }
+    view.dispose();
+  };
+}
+
+export default { render };

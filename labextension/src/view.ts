@@ -1,0 +1,132 @@
+/**
+ * What the sidebar and the inline view (`%gpumem show`) both show of one kernel on one GPU: the
+ * simulated-GPU banner, the server's notice, the headline against the budget and its details, the
+ * time chart and the process table. One rendering for both, so they can never say different things.
+ * Pure DOM: the panel (panel.ts) puts it in a SidePanel, the inline view (inline.ts) in a cell's
+ * output. Everything from the GPU host is set as text, never as HTML.
+ */
+
+import { Chart } from './chart';
+import { element } from './dom';
+import {
+  ILine,
+  Trans,
+  breakdown,
+  budgetNote,
+  deviceLine,
+  headline,
+  limitLines,
+  overLine,
+  ownLine,
+  policyLine,
+  simulatedBanner
+} from './format';
+import { ISeries } from './history';
+import { IGpu, ISample } from './protocol';
+import { ProcessTable } from './table';
+
+/** Set a node's text (and colour level); an empty or null line hides it. */
+export function show(node: HTMLElement, line: ILine | string | null): void {
+  const { text, level } =
+    typeof line === 'string' || line === null
+      ? { text: line ?? '', level: null }
+      : line;
+  if (node.textContent !== text) {
+    node.textContent = text;
+  }
+  if (level !== null && node.dataset.level !== level) {
+    node.dataset.level = level;
+  }
+  node.hidden = !text;
+}
+
+export class MemoryView {
+  /** Above the figures, for what concerns the kernel rather than a GPU (the panel's stream state). */
+  readonly top: HTMLElement;
+  /** The figures of one GPU: hidden until there are some. */
+  readonly body: HTMLElement;
+  private readonly _banner: HTMLElement;
+  private readonly _notice: HTMLElement;
+  private readonly _lines: Record<
+    | 'headline'
+    | 'own'
+    | 'note'
+    | 'breakdown'
+    | 'reason'
+    | 'policy'
+    | 'limits'
+    | 'device',
+    HTMLElement
+  >;
+  private readonly _chartBox: HTMLElement;
+  private readonly _chart: Chart;
+  private readonly _table: ProcessTable;
+  private readonly _trans: Trans;
+
+  /** `sorted`: the user picked another order in the table (time to render again). */
+  constructor(root: HTMLElement, trans: Trans, sorted: () => void) {
+    this._trans = trans;
+    const div = (name: string, parent: HTMLElement) =>
+      element('div', `jp-GpuMem-${name}`, parent);
+    this._banner = div('banner', root);
+    this._notice = div('notice', root);
+    this.top = div('top', root);
+    const body = (this.body = div('body', root));
+    this._lines = {
+      headline: div('headline', body),
+      own: div('own', body),
+      note: div('budgetNote', body),
+      breakdown: div('breakdown', body),
+      reason: div('reason', body),
+      policy: div('policy', body),
+      limits: div('limits', body),
+      device: div('device', body)
+    };
+    this._chartBox = div('chartBox', body);
+    this._chart = new Chart(
+      div('chart', this._chartBox),
+      div('legend', this._chartBox),
+      trans
+    );
+    this._table = new ProcessTable(body, trans, sorted);
+  }
+
+  /** The banner and the notice: whatever the figures (none yet, a problem, a kernel restarting). */
+  renderTop(latest: ISample | null): void {
+    show(this._banner, simulatedBanner(latest?.simulated ?? null, this._trans));
+    this._banner.title = latest?.simulated ?? '';
+    show(this._notice, latest?.notice?.text ?? null);
+  }
+
+  /** One GPU's figures from the latest sample; `series` its history; `stale`: the figures on show are
+   * an old kernel's (dimmed, no row marked as this kernel's). */
+  render(
+    latest: ISample,
+    gpu: IGpu,
+    series: ISeries | undefined,
+    windowMs: number,
+    stale: boolean
+  ): void {
+    const trans = this._trans;
+    const n = this._lines;
+    this.body.classList.toggle('jp-mod-stale', stale);
+    show(n.headline, headline(gpu, latest, trans));
+    show(n.own, ownLine(gpu, trans));
+    show(n.note, budgetNote(gpu, latest, trans));
+    show(n.breakdown, breakdown(gpu, latest.framework, trans));
+    show(n.reason, overLine(gpu, trans));
+    show(n.policy, policyLine(latest, trans));
+    const limits = [...limitLines(gpu, trans), latest.limitNote ?? ''];
+    show(n.limits, limits.filter(line => line).join('\n') || null);
+    show(n.device, deviceLine(gpu, trans));
+    this._chartBox.hidden = gpu.lost; // no figures to draw: no chart, no legend
+    this._table.render(gpu, stale);
+    if (!gpu.lost) {
+      this._chart.render(series, windowMs, latest.framework);
+    }
+  }
+
+  dispose(): void {
+    this._chart.dispose();
+  }
+}
