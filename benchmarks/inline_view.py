@@ -13,8 +13,12 @@ kernel's memory rising 64 MiB a sample through its budget (the y scale, the mark
 - Kernel: the process's CPU time (every thread: the update, and the iopub thread sending it) over the
   updates, less the same loop without updates, per update; as a share of one core at 1 s. Also the
   update call's own wall time. Target: < 1% of a core at 1 s.
-- Browser: the page's main-thread task time (Chrome's Performance.TaskDuration) in each 1 s interval
-  holding one update, less the median of idle intervals. Target: p95 < 8 ms.
+- Browser, as benchmarks/sidebar.py times the panel: each update's rendering and a forced style and
+  layout, paint excluded (the module's User Timing entry, made only while the page sets
+  ``jupyterGpumemTiming``). Target: p95 < 8 ms. Also the whole: the page's main-thread task time
+  (Chrome's Performance.TaskDuration) in each 1 s interval holding one update, less the median of idle
+  intervals: the message's way through the websocket, JupyterLab and the widget manager, the rendering,
+  style, layout and paint.
 """
 
 from __future__ import annotations
@@ -82,6 +86,7 @@ def run_loop(page: Page, cdp: object, index: int, updates: int) -> tuple[dict[st
     page.keyboard.press("Shift+Enter")
     expect(cell.locator(".jp-InputPrompt")).to_have_text("[*]:")
     page.wait_for_timeout(500)  # half a second out of phase with the kernel's updates
+    page.evaluate("() => performance.clearMeasures('jupyter-gpumem:inline')")
     intervals, last = [], task_ms(cdp)
     for _ in range(updates - 1):
         page.wait_for_timeout(1000)
@@ -90,7 +95,8 @@ def run_loop(page: Page, cdp: object, index: int, updates: int) -> tuple[dict[st
         last = now
     expect(cell.locator(".jp-InputPrompt")).not_to_have_text("[*]:", timeout=60_000)
     out = cell.locator(".jp-OutputArea-output").last.inner_text()
-    return json.loads(out), intervals
+    renders = page.evaluate("() => performance.getEntriesByName('jupyter-gpumem:inline').map(e => e.duration)")
+    return {**json.loads(out), "renders": renders}, intervals
 
 
 def measure(page: Page, cdp: object, lab_root: object, history: int, updates: int, name: str) -> dict[str, float]:
@@ -111,6 +117,7 @@ def measure(page: Page, cdp: object, lab_root: object, history: int, updates: in
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
     page.wait_for_function(OWN_POINTS + " > 2", timeout=120_000)  # the replayed history is drawn
+    page.evaluate("() => { globalThis.jupyterGpumemTiming = true; }")
     idle, idle_intervals = run_loop(page, cdp, 1, updates)
     busy, busy_intervals = run_loop(page, cdp, 2, updates)
     base = statistics.median(idle_intervals)
@@ -121,6 +128,9 @@ def measure(page: Page, cdp: object, lab_root: object, history: int, updates: in
         "kernel_core_percent": 100 * cpu_per_update / 1.0,
         "update_call_p50_ms": 1000 * statistics.median(busy["costs"]),
         "update_call_p95_ms": 1000 * percentile(busy["costs"], 95),
+        "render_p50_ms": statistics.median(busy["renders"]),
+        "render_p95_ms": percentile(busy["renders"], 95),
+        "renders": float(len(busy["renders"])),
         "browser_p50_ms": statistics.median(browser),
         "browser_p95_ms": percentile(browser, 95),
         "browser_idle_ms": base,
@@ -152,15 +162,17 @@ def main() -> None:
         print(
             f"{label}: kernel {r['kernel_cpu_ms']:.2f} ms CPU per update = {r['kernel_core_percent']:.2f}% of a core "
             f"at 1 s (update call p50 {r['update_call_p50_ms']:.2f} ms, p95 {r['update_call_p95_ms']:.2f} ms); "
-            f"browser p50 {r['browser_p50_ms']:.2f} ms, p95 {r['browser_p95_ms']:.2f} ms per update "
-            f"(idle interval {r['browser_idle_ms']:.2f} ms); {r['points']:.0f} vertices in this kernel's drawn line"
+            f"browser: render and layout p50 {r['render_p50_ms']:.2f} ms, p95 {r['render_p95_ms']:.2f} ms "
+            f"({r['renders']:.0f} renders); the whole task p50 {r['browser_p50_ms']:.2f} ms, "
+            f"p95 {r['browser_p95_ms']:.2f} ms per update (idle interval {r['browser_idle_ms']:.2f} ms); "
+            f"{r['points']:.0f} vertices in this kernel's drawn line"
         )
     hour = results["1 hour of history"]
     print(
         f"targets: kernel < {TARGET_KERNEL_CORE_PERCENT}% of a core: "
         f"{'met' if hour['kernel_core_percent'] < TARGET_KERNEL_CORE_PERCENT else 'NOT met'}; "
-        f"browser p95 < {TARGET_BROWSER_P95_MS} ms: "
-        f"{'met' if hour['browser_p95_ms'] < TARGET_BROWSER_P95_MS else 'NOT met'}"
+        f"browser render p95 < {TARGET_BROWSER_P95_MS} ms (as the sidebar's): "
+        f"{'met' if hour['render_p95_ms'] < TARGET_BROWSER_P95_MS else 'NOT met'}"
     )
 
 
