@@ -10,7 +10,7 @@
  * checked as the sidebar checks it (protocol.ts `receive`).
  */
 
-import { clock, gpuOption } from './format';
+import { clock } from './format';
 import { History, chooseGpu, gpuKey } from './history';
 import {
   DEFAULT_HISTORY_S,
@@ -18,7 +18,7 @@ import {
   ISample,
   receive
 } from './protocol';
-import { MemoryView, show } from './view';
+import { MemoryView, chooseIn, show } from './view';
 
 /** The part of an anywidget model this view uses. */
 interface IModel {
@@ -182,27 +182,8 @@ function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
       return;
     }
     stream.gpu = chooseGpu(gpus, stream.gpu)!;
-    const keys = gpus.map(gpuKey);
-    const labels = gpus.map(gpu => gpuOption(gpu, trans));
-    if (
-      select.options.length !== gpus.length ||
-      keys.some(
-        (k, i) =>
-          select.options[i].value !== k || select.options[i].text !== labels[i]
-      )
-    ) {
-      select.textContent = '';
-      keys.forEach((key, i) => {
-        const option = document.createElement('option');
-        option.value = key;
-        option.textContent = labels[i];
-        select.appendChild(option);
-      });
-    }
-    if (select.value !== stream.gpu) {
-      select.value = stream.gpu;
-    }
-    const gpu = gpus[keys.indexOf(stream.gpu)];
+    chooseIn(select, gpus, stream.gpu, trans);
+    const gpu = gpus.find(g => gpuKey(g) === stream.gpu)!;
     view.render(
       latest,
       gpu,

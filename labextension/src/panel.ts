@@ -23,7 +23,6 @@ import { element } from './dom';
 import { KernelFollower } from './follower';
 import {
   channelLine,
-  gpuOption,
   noNotebook,
   notebookLabel,
   panelTitle,
@@ -31,7 +30,7 @@ import {
 } from './format';
 import { chooseGpu, gpuKey } from './history';
 import { IGpu } from './protocol';
-import { MemoryView, show } from './view';
+import { MemoryView, chooseIn, show } from './view';
 
 export interface IPanelOptions {
   translator: ITranslator;
@@ -205,28 +204,9 @@ export class GpuMemPanel extends SidePanel {
   private _selectGpu(gpus: IGpu[]): IGpu {
     const channel = this.kernels.current!;
     const select = this._select;
-    const keys = gpus.map(gpuKey);
-    const labels = gpus.map(gpu => gpuOption(gpu, this._text));
     channel.gpu = chooseGpu(gpus, channel.gpu)!; // gpus is not empty
-    if (
-      select.options.length !== gpus.length ||
-      keys.some(
-        (k, i) =>
-          select.options[i].value !== k || select.options[i].text !== labels[i]
-      )
-    ) {
-      select.textContent = '';
-      gpus.forEach((gpu, i) => {
-        const option = element('option', '', select);
-        option.value = keys[i];
-        option.textContent = labels[i];
-        option.dataset.lost = String(gpu.lost);
-      });
-    }
-    if (select.value !== channel.gpu) {
-      select.value = channel.gpu;
-    }
-    const shown = gpus[keys.indexOf(channel.gpu)];
+    chooseIn(select, gpus, channel.gpu, this._text);
+    const shown = gpus.find(g => gpuKey(g) === channel.gpu)!;
     select.dataset.lost = String(shown.lost);
     this._selectItem.setHidden(gpus.length < 2);
     return shown;

@@ -14,6 +14,7 @@ import {
   breakdown,
   budgetNote,
   deviceLine,
+  gpuOption,
   headline,
   limitLines,
   overLine,
@@ -21,7 +22,7 @@ import {
   policyLine,
   simulatedBanner
 } from './format';
-import { ISeries } from './history';
+import { ISeries, gpuKey } from './history';
 import { IGpu, ISample } from './protocol';
 import { ProcessTable } from './table';
 
@@ -38,6 +39,36 @@ export function show(node: HTMLElement, line: ILine | string | null): void {
     node.dataset.level = level;
   }
   node.hidden = !text;
+}
+
+/** The GPU choice's options, one per GPU (value its key, text its label), replaced only when they
+ * changed; then the one shown selected. */
+export function chooseIn(
+  select: HTMLSelectElement,
+  gpus: IGpu[],
+  shown: string,
+  trans: Trans
+): void {
+  const keys = gpus.map(gpuKey);
+  const labels = gpus.map(gpu => gpuOption(gpu, trans));
+  if (
+    select.options.length !== gpus.length ||
+    keys.some(
+      (k, i) =>
+        select.options[i].value !== k || select.options[i].text !== labels[i]
+    )
+  ) {
+    select.textContent = '';
+    gpus.forEach((gpu, i) => {
+      const option = element('option', '', select);
+      option.value = keys[i];
+      option.textContent = labels[i];
+      option.dataset.lost = String(gpu.lost);
+    });
+  }
+  if (select.value !== shown) {
+    select.value = shown;
+  }
 }
 
 export class MemoryView {
