@@ -44,7 +44,10 @@ def report_path(connection_file: str | os.PathLike[str]) -> Path:
 def notice_path(connection_file: str | os.PathLike[str]) -> Path:
     """Where the server leaves a notice for the kernel with this connection file (docs/server.md): beside its
     report, ``kernel-<id>.notice.json``. The server writes it; the kernel reads it and shows it."""
-    report = report_path(connection_file)
+    return _notice_beside(report_path(connection_file))
+
+
+def _notice_beside(report: Path) -> Path:
     return report.with_name(report.stem + ".notice.json")
 
 
@@ -109,9 +112,10 @@ class Publisher:
     def notice(self) -> dict[str, Any] | None:
         """What the server's notice beside the report says now (``notice_path``), as the sample carries it
         (docs/protocol.md); None: there is none. Read again only when the file changes."""
-        path = self.path.with_name(self.path.stem + ".notice.json")
+        path = _notice_beside(self.path)
         try:
-            stamp: tuple[int, int] | None = (path.stat().st_mtime_ns, path.stat().st_size)
+            found = path.stat()  # one stat a sample; the file is read only when it changed
+            stamp: tuple[int, int] | None = (found.st_mtime_ns, found.st_size)
         except OSError:
             stamp = None
         if stamp != self._notice_stamp:

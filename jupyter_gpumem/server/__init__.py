@@ -18,6 +18,7 @@ from traitlets import Enum, Float, default
 from traitlets.config import LoggingConfigurable
 
 from .._version import __version__ as __version__  # jupyter server extension list shows it
+from ..privacy import level_of
 from ..publish import HEARTBEAT_S
 from . import culler
 from .api import PATH, GpumemHandler
@@ -61,8 +62,7 @@ class GpumemServer(LoggingConfigurable):
 
     @default("privacy")
     def _privacy_default(self) -> str:
-        value = os.environ.get("JUPYTER_GPUMEM_PRIVACY", "").strip().lower()
-        return value if value in PRIVACY else "aggregate"
+        return level_of(os.environ.get("JUPYTER_GPUMEM_PRIVACY", "")) or "aggregate"  # as the kernel reads it
 
     idle_warn_minutes = Float(
         min=0.0,
