@@ -51,9 +51,9 @@ def allocator(framework: str) -> tuple[Callable[[int], Any], type[BaseException]
 
 def run_case(framework: str, fraction: float) -> dict[str, Any]:
     """In a fresh process: apply the policy, start the framework, fill GPU 0."""
-    from jupyter_gpumem.control import controller
-    from jupyter_gpumem.policy import PolicyError, parse
-    from jupyter_gpumem.snapshot import take_snapshot
+    from jupyter_gpumem.budget.policy import PolicyError, parse
+    from jupyter_gpumem.gpu.snapshot import take_snapshot
+    from jupyter_gpumem.kernel.control import controller
 
     control = controller()
     name = {"torch": "pytorch"}.get(framework, framework)
@@ -75,7 +75,7 @@ def run_case(framework: str, fraction: float) -> dict[str, Any]:
                 break
             allocated += chunk
             reading = control.read(take_snapshot())
-            own = reading.snapshot.devices[gpu.index].own_bytes or 0
+            own = reading.snapshot.devices[gpu.index].listed_own_bytes or 0
             nvml_peak = max(nvml_peak, own)
             allocation = reading.allocators.get(gpu.uuid)
             pool = allocation.pool if allocation else pool
@@ -100,7 +100,7 @@ def main() -> None:
         print(json.dumps(run_case(args.case[0], float(args.case[1]))))
         return
 
-    from jupyter_gpumem.snapshot import take_snapshot
+    from jupyter_gpumem.gpu.snapshot import take_snapshot
 
     snapshot = take_snapshot()
     if snapshot.problem or not snapshot.devices or snapshot.simulated_scenario:

@@ -50,8 +50,8 @@ TARGET_BROWSER_P95_MS = 8.0
 SETUP = """%load_ext jupyter_gpumem
 import json, time, jupyter_gpumem
 from typing import Any
-from jupyter_gpumem.stream import stream
-from jupyter_gpumem.protocol import figures_only
+from jupyter_gpumem.kernel.stream import stream
+from jupyter_gpumem.kernel.protocol import figures_only
 {constants}
 {sample}
 st = stream()

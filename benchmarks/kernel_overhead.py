@@ -69,7 +69,10 @@ def main() -> None:
     client.start_channels()
     client.wait_for_ready(timeout=60)
     try:
-        run(client, "import jupyter_gpumem, jupyter_gpumem.stream as _s; jupyter_gpumem._connect_sidebar(1.0, 900)")
+        run(
+            client,
+            "import jupyter_gpumem, jupyter_gpumem.kernel.stream as _s; jupyter_gpumem._connect_sidebar(1.0, 900)",
+        )
         # Calibrate the loop to about --cell-s without the sampler.
         run(client, "_s.stream().sampler.stop()")
         probe = 2_000_000
@@ -93,7 +96,7 @@ def main() -> None:
         per_sample_ms = float(
             run(
                 client,
-                "import time as _t, jupyter_gpumem.protocol as _p\n"
+                "import time as _t, jupyter_gpumem.kernel.protocol as _p\n"
                 "_st = _s.stream(); _c0 = _t.thread_time()\n"
                 "for _ in range(200): _st._deliver(_st.take())\n"
                 "print((_t.thread_time() - _c0) / 200 * 1000)",

@@ -200,7 +200,7 @@ def pid_of(server: Server, kernel_id: str) -> int:
 def one_reading_ms(pids: list[int], delay_ms: float) -> float:
     """How long one NVML reading of this node takes with the slow driver: what a handler that read NVML
     on the event loop would hold it for."""
-    from jupyter_gpumem import nvml
+    from jupyter_gpumem.gpu import nvml
 
     standin.write_scenario(Path(os.environ[standin.SCENARIO_VARIABLE]), scenario(pids, delay_ms))
     nvml.read(-1, lambda pids, name: {})

@@ -118,7 +118,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("overhead", 'pool = pools.get(device.uuid or "")', "'' -> 'XXXX'"): (
         "a GPU without a UUID is looked up under a key no GPU has: '' and 'XXXX' alike"
     ),
-    ("overhead", 'own = device.own_bytes if owns is None else owns.get(device.uuid or "")', "'' -> 'XXXX'"): (
+    ("overhead", 'own = device.listed_own_bytes if owns is None else owns.get(device.uuid or "")', "'' -> 'XXXX'"): (
         "a GPU without a UUID is looked up under a key no GPU has: '' and 'XXXX' alike"
     ),
     ("overhead", "if amount > self._remembered().get(key, 0):", "0 -> 1"): (

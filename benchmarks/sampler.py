@@ -97,8 +97,8 @@ def main() -> int:
 
     import pynvml
 
-    from jupyter_gpumem import nvml
-    from jupyter_gpumem.host import HostProcesses
+    from jupyter_gpumem.gpu import nvml
+    from jupyter_gpumem.gpu.host import HostProcesses
 
     pynvml.nvmlInit()
     print("stand-in NVML")

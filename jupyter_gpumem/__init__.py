@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._version import __version__
-from .batched import batched
-from .model import Device, GpuProcess, MigDevice, Snapshot
-from .snapshot import take_snapshot
+from jupyter_gpumem._version import __version__
+from jupyter_gpumem.gpu.model import Device, GpuProcess, MigDevice, Snapshot
+from jupyter_gpumem.gpu.snapshot import take_snapshot
+from jupyter_gpumem.kernel.batched import batched
 
 __all__ = [
     "Device",
@@ -37,7 +37,7 @@ def show() -> Any:
     cell's last expression, or ``display()`` it; ``view.close()`` stops it and leaves its last picture.
     Updated by the kernel's one sampler thread, also while other cells run. It is drawn by the sidebar's own
     code (an anywidget), so both say the same."""
-    from .widget import show as make
+    from jupyter_gpumem.kernel.widget import show as make
 
     return make()
 
@@ -49,11 +49,11 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 def load_ipython_extension(ipython: Any) -> None:
     """`%load_ext jupyter_gpumem`: registers the `%gpumem` magic and the out-of-memory advisor, and
     applies configured defaults (docs/configuration.md). Loading again changes nothing."""
-    from .advisor import on_post_run_cell
-    from .control import _controller, controller
-    from .magic import GpumemMagics
-    from .publish import kernel_report_path
-    from .stream import stream
+    from jupyter_gpumem.kernel.advisor import on_post_run_cell
+    from jupyter_gpumem.kernel.control import _controller, controller
+    from jupyter_gpumem.kernel.magic import GpumemMagics
+    from jupyter_gpumem.kernel.publish import kernel_report_path
+    from jupyter_gpumem.kernel.stream import stream
 
     first = _controller is None
     if first:
@@ -78,7 +78,7 @@ def _log_where_the_kernel_logs(ipython: Any) -> None:
     whatever cell runs, or nowhere at kernel start."""
     import logging
 
-    from .config import application_of
+    from jupyter_gpumem.budget.config import application_of
 
     class ToApplication(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
@@ -112,8 +112,8 @@ def _connect_sidebar(interval_s: float | None = None, history_s: float | None = 
     Without arguments: the protocol's default interval and history."""
     from IPython import get_ipython
 
-    from .protocol import DEFAULT_HISTORY_S, DEFAULT_INTERVAL_S
-    from .stream import stream
+    from jupyter_gpumem.kernel.stream import stream
+    from jupyter_gpumem.wire.comm import DEFAULT_HISTORY_S, DEFAULT_INTERVAL_S
 
     interval_s = DEFAULT_INTERVAL_S if interval_s is None else interval_s
     history_s = DEFAULT_HISTORY_S if history_s is None else history_s
@@ -126,7 +126,7 @@ def _connect_sidebar(interval_s: float | None = None, history_s: float | None = 
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .advisor import on_post_run_cell
+    from jupyter_gpumem.kernel.advisor import on_post_run_cell
 
     ipython.magics_manager.magics["line"].pop("gpumem", None)
     if on_post_run_cell in ipython.events.callbacks["post_run_cell"]:

@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
-from jupyter_gpumem.config import GpumemConfig
-from jupyter_gpumem.control import Controller
-from jupyter_gpumem.environ import EnvironmentChanges
-from jupyter_gpumem.frameworks.base import Adapter, Allocator
-from jupyter_gpumem.model import Device, GpuProcess, Snapshot
-from jupyter_gpumem.overhead import Calibration
-from jupyter_gpumem.plan import Plan
+from jupyter_gpumem.budget.config import GpumemConfig
+from jupyter_gpumem.budget.environ import EnvironmentChanges
+from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.overhead import Calibration
+from jupyter_gpumem.budget.plan import Plan
+from jupyter_gpumem.frameworks.base import Adapter
+from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
+from jupyter_gpumem.kernel.control import Controller
 from jupyter_gpumem.units import GiB, MiB
 
 OWN = 4242

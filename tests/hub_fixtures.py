@@ -2,7 +2,7 @@
 LocalProcessSpawner with real Unix users (made by useradd for the test, removed with their homes after it),
 the jupyter-gpumem hub service, and single-user servers on the stand-in NVML.
 
-Used by tests/test_hub.py. Free ports, a directory of its own, every wait with a deadline, and the hub
+Used by tests/hub/test_hub.py. Free ports, a directory of its own, every wait with a deadline, and the hub
 (which stops its proxy, services and spawned servers) stopped at the end.
 
 The users' servers and kernels run from a Python environment every user can read (``shared_python``): the
@@ -167,7 +167,7 @@ def unix_users(names: Iterable[str]) -> Iterator[list[str]]:
     it, also when it fails; users of the same names left over from an earlier run that crashed go first."""
     if os.geteuid() != 0:
         raise RuntimeError(
-            "tests/test_hub.py runs as root: it makes Unix users, and LocalProcessSpawner switches to them"
+            "tests/hub/test_hub.py runs as root: it makes Unix users, and LocalProcessSpawner switches to them"
         )
     made = list(names)
     try:

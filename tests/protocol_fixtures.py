@@ -3,18 +3,18 @@ them into exactly the fixture files, which the TypeScript tests parse (tests/ts/
 
 from __future__ import annotations
 
-from jupyter_gpumem.attribution import Match
-from jupyter_gpumem.budget import reading
+from jupyter_gpumem.budget.attribution import Match
+from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.limits import Limit, Limits
+from jupyter_gpumem.budget.overhead import Overhead
+from jupyter_gpumem.budget.plan import Plan, make_plan
+from jupyter_gpumem.budget.policy import Policy, parse
+from jupyter_gpumem.budget.privacy import Rule
+from jupyter_gpumem.budget.reading import reading
+from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.frameworks import ADAPTERS
-from jupyter_gpumem.frameworks.base import Allocator
-from jupyter_gpumem.limits import Limit, Limits
-from jupyter_gpumem.model import Device, GpuProcess, MigDevice, Snapshot
-from jupyter_gpumem.overhead import Overhead
-from jupyter_gpumem.plan import Plan, make_plan
-from jupyter_gpumem.policy import Policy, parse
-from jupyter_gpumem.privacy import Rule
-from jupyter_gpumem.protocol import encode_sample
-from jupyter_gpumem.state import State
+from jupyter_gpumem.gpu.model import Device, GpuProcess, MigDevice, Snapshot
+from jupyter_gpumem.kernel.protocol import encode_sample
 from jupyter_gpumem.units import GiB, MiB
 
 OWN_PID = 4242

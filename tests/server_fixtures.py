@@ -1,7 +1,7 @@
 """A real `jupyter server` with the jupyter-gpumem server extension on the stand-in NVML, kernels
 started and run through its REST and websocket API, and Debian's `prometheus` scraping it.
 
-Used by tests/test_server.py and benchmarks/metrics.py. Every process gets a free port, a token and
+Used by tests/server/test_server.py and benchmarks/metrics.py. Every process gets a free port, a token and
 directories of its own, and every wait has a deadline.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from jupyter_gpumem import standin
-from jupyter_gpumem.publish import report_path
+from jupyter_gpumem.wire.report import report_path
 
 TOKEN = "gpumem-server-test"
 T = TypeVar("T")

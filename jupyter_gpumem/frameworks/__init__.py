@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .base import Adapter
-from .jax import Jax
-from .pytorch import PyTorch
-from .tensorflow import TensorFlow
+from jupyter_gpumem.frameworks.base import Adapter
+from jupyter_gpumem.frameworks.jax import Jax
+from jupyter_gpumem.frameworks.pytorch import PyTorch
+from jupyter_gpumem.frameworks.tensorflow import TensorFlow
 
 # framework= names, in the order framework=auto looks for them.
 ADAPTERS: dict[str, type[Adapter]] = {"tensorflow": TensorFlow, "pytorch": PyTorch, "jax": Jax}

@@ -7,22 +7,10 @@ import importlib.metadata
 import importlib.util
 import sys
 from abc import ABC, abstractmethod
-from typing import Any, NamedTuple
+from typing import Any
 
-from ..plan import Plan
-
-
-class Allocator(NamedTuple):
-    """The framework's allocator on one GPU, in bytes."""
-
-    in_use: int  # by tensors now
-    peak: int  # by tensors at most so far
-    pool: int | None  # reserved from the GPU; None where the framework does not tell
-
-    def plus(self, more: Allocator) -> Allocator:
-        """Two frameworks' allocators on one GPU, together."""
-        pool = self.pool + more.pool if self.pool is not None and more.pool is not None else None
-        return Allocator(self.in_use + more.in_use, self.peak + more.peak, pool)
+from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.plan import Plan
 
 
 class Adapter(ABC):

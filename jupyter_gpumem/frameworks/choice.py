@@ -1,13 +1,13 @@
-"""Which frameworks a policy is for (framework=auto), and how to name them for people."""
+"""Which frameworks a policy is for (framework=auto)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-from ..policy import Policy
-from .base import Adapter
+from jupyter_gpumem.budget.policy import Policy
+from jupyter_gpumem.frameworks.base import Adapter
 
 
 def targets(policy: Policy, adapters: Mapping[str, Adapter], referenced: Callable[[str], bool]) -> list[Adapter]:
@@ -24,16 +24,6 @@ def targets(policy: Policy, adapters: Mapping[str, Adapter], referenced: Callabl
         # those the notebook refers to, or that have started.
         imported = [a for a in imported if a.initialised() or referenced(a.module)] or imported
     return imported or [a for a in every if a.importable()] or every[:1]
-
-
-def label(adapters: Sequence[Adapter], joiner: str = "and") -> tuple[str, str | None]:
-    """The frameworks' names and versions, for people and for the overhead cache: ("TensorFlow",
-    "2.20.0"); ("TensorFlow and PyTorch", "2.20.0+2.13.0")."""
-    names = [a.name for a in adapters]
-    name = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {joiner} {names[-1]}"
-    versions = [a.version() for a in adapters]
-    version = versions[0] if len(versions) == 1 else "+".join(v or "unknown" for v in versions)
-    return name, version
 
 
 def referenced_in(namespace: Callable[[], Mapping[str, Any] | None]) -> Callable[[str], bool]:

@@ -14,9 +14,10 @@ import os
 import sys
 from typing import Any
 
-from ..plan import Plan
-from ..units import MiB
-from .base import Adapter, Allocator, installed_version
+from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.plan import Plan
+from jupyter_gpumem.frameworks.base import Adapter, installed_version
+from jupyter_gpumem.units import MiB
 
 # cuBLAS/cuDNN handles and XLA's autotuning workspaces per GPU, outside its allocator pool.
 LIBRARY_BYTES = 150 * MiB

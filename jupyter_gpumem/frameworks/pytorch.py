@@ -17,9 +17,10 @@ import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..plan import Plan
-from ..units import MiB, format_bytes
-from .base import Adapter, Allocator
+from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.plan import Plan
+from jupyter_gpumem.frameworks.base import Adapter
+from jupyter_gpumem.units import MiB, format_bytes
 
 # cuBLAS/cuDNN handles and workspaces PyTorch creates per GPU on first use, outside its allocator.
 LIBRARY_BYTES = 100 * MiB

@@ -12,9 +12,10 @@ import os
 import sys
 from typing import Any, Protocol
 
-from ..plan import Plan
-from ..units import MiB, format_bytes
-from .base import Adapter, Allocator
+from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.plan import Plan
+from jupyter_gpumem.frameworks.base import Adapter
+from jupyter_gpumem.units import MiB, format_bytes
 
 # cuDNN/cuBLAS handles and workspaces TensorFlow creates with each GPU device, on top of the CUDA
 # context (overhead.py); none of it is inside its memory_limit.

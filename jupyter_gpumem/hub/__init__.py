@@ -6,7 +6,7 @@ The service is ``python -m jupyter_gpumem.hub``, run by JupyterHub as a managed 
 ``group_environment`` makes a ``pre_spawn_hook`` that sets ``JUPYTER_GPUMEM_*`` per JupyterHub group.
 """
 
-from .groups import group_environment, group_settings
-from .rows import Row, rows_of_server
+from jupyter_gpumem.hub.groups import group_environment, group_settings
+from jupyter_gpumem.hub.rows import Row, rows_of_server
 
 __all__ = ["Row", "group_environment", "group_settings", "rows_of_server"]

@@ -3,7 +3,7 @@
 import asyncio
 import contextlib
 
-from .service import main
+from jupyter_gpumem.hub.service import main
 
 # JupyterHub stops its managed services with SIGINT: a normal end, not an error to print.
 with contextlib.suppress(KeyboardInterrupt):

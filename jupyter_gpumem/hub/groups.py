@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..config import environment_variable
-from ..units import parse_bytes
+from jupyter_gpumem.budget.config import environment_variable
+from jupyter_gpumem.units import parse_bytes
 
 CEILINGS = ("max_fraction", "max_limit")
 

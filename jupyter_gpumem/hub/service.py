@@ -25,8 +25,8 @@ from jupyterhub.services.auth import (  # type: ignore[import-untyped,import-not
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
-from ..units import format_bytes
-from .rows import Row, rows_of_server, unreadable
+from jupyter_gpumem.hub.rows import Row, rows_of_server, unreadable
+from jupyter_gpumem.units import format_bytes
 
 log = logging.getLogger("jupyter_gpumem.hub")
 

@@ -17,14 +17,14 @@ from tornado.ioloop import IOLoop
 from traitlets import Enum, Float, default
 from traitlets.config import LoggingConfigurable
 
-from .._version import __version__ as __version__  # jupyter server extension list shows it
-from ..privacy import level_of
-from ..publish import HEARTBEAT_S
-from . import culler
-from .api import PATH, GpumemHandler
-from .metrics import GpumemCollector
-from .view import PRIVACY
-from .watcher import Watcher
+from jupyter_gpumem._version import __version__ as __version__  # jupyter server extension list shows it
+from jupyter_gpumem.budget.privacy import level_of
+from jupyter_gpumem.server import culler
+from jupyter_gpumem.server.api import PATH, GpumemHandler
+from jupyter_gpumem.server.figures import PRIVACY
+from jupyter_gpumem.server.metrics import GpumemCollector
+from jupyter_gpumem.server.watcher import Watcher
+from jupyter_gpumem.wire.report import HEARTBEAT_S
 
 # The running extension: one per process, as prometheus_client's default registry is.
 _running: tuple[Watcher, GpumemCollector] | None = None

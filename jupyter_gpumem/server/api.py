@@ -1,4 +1,4 @@
-"""``GET /api/gpumem/v1``: the View as JSON, schema version 1 (docs/server.md).
+"""``GET /api/gpumem/v1``: the Figures as JSON, schema version 1 (docs/server.md).
 
 The body is encoded on the extension's thread, once per reading; the handler only writes the latest.
 """
@@ -13,23 +13,23 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from .._version import __version__
-from .view import OtherProcess, View
+from jupyter_gpumem._version import __version__
+from jupyter_gpumem.server.figures import Figures, OtherProcess
 
 VERSION = 1
 PATH = "/api/gpumem/v1"
 
 
-def encode(view: View, interval_s: float) -> bytes:
-    """The JSON body for a View."""
+def encode(figures: Figures, interval_s: float) -> bytes:
+    """The JSON body for the Figures."""
     body: dict[str, Any] = {
         "version": VERSION,
         "package_version": __version__,
         "interval_s": interval_s,
-        "t": view.t,
-        "problem": view.problem,
-        "driver_version": view.driver_version,
-        "simulated": view.simulated,
+        "t": figures.t,
+        "problem": figures.problem,
+        "driver_version": figures.driver_version,
+        "simulated": figures.simulated,
         "gpus": [
             {
                 "index": g.index,
@@ -42,14 +42,14 @@ def encode(view: View, interval_s: float) -> bytes:
                 "processes_known": g.processes_known,
                 "other_processes": g.other_processes,
                 "other_bytes": g.other_bytes,
-                "other_users": _by_user(g.others) if view.privacy != "aggregate" and g.processes_known else None,
+                "other_users": _by_user(g.others) if figures.privacy != "aggregate" and g.processes_known else None,
                 "other_process_list": (
                     [{"pid": p.pid, "user": p.user, "used_bytes": p.used_bytes} for p in g.others]
-                    if view.privacy == "list" and g.processes_known
+                    if figures.privacy == "list" and g.processes_known
                     else None
                 ),
             }
-            for g in view.gpus
+            for g in figures.gpus
         ],
         "kernels": [
             {
@@ -87,7 +87,7 @@ def encode(view: View, interval_s: float) -> bytes:
                     for g in k.gpus
                 ],
             }
-            for k in view.kernels
+            for k in figures.kernels
         ],
     }
     return json.dumps(body, separators=(",", ":")).encode()

@@ -1,11 +1,11 @@
-"""Idle kernels holding GPU memory: which to warn and which to shut down, from one View (docs/hub.md).
+"""Idle kernels holding GPU memory: which to warn and which to shut down, from the Figures (docs/hub.md).
 
 Off by default: an administrator opts in with ``GpumemServer.idle_warn_minutes`` and
 ``idle_shutdown_minutes``. jupyter_server's own culler (``MappingKernelManager.cull_idle_timeout``) knows
 idleness but not GPU memory; this one acts only on kernels that hold GPU memory, which is what other users
 of a shared GPU wait for (TensorFlow and the caching allocators never give memory back to the driver).
 
-This module only decides: it reads a View and what was decided before (each kernel's ``Episode``) and
+This module only decides: it reads a Figures and what was decided before (each kernel's ``Episode``) and
 returns the new episodes and the actions. It touches no file, loop or kernel; the Watcher acts
 (watcher.py). A kernel is a candidate while all of these hold:
 
@@ -37,8 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
-from ..units import GiB
-from .view import Kernel, View
+from jupyter_gpumem.server.figures import Figures, Kernel
+from jupyter_gpumem.units import GiB
 
 # Between the shutdown notice and the shutdown: the kernel samples (and relays the notice) every second,
 # so this gives it at least two samples to show the user why.
@@ -97,14 +97,14 @@ def held_bytes(kernel: Kernel) -> int:
 
 
 def decide(
-    view: View, settings: Settings, episodes: Mapping[str, Episode], now: float
+    figures: Figures, settings: Settings, episodes: Mapping[str, Episode], now: float
 ) -> tuple[dict[str, Episode], list[Action]]:
     """The episodes after this reading, and what to do now."""
-    if not settings.on or view.problem is not None or view.t is None:
+    if not settings.on or figures.problem is not None or figures.t is None:
         return dict(episodes), []
     found: dict[str, Episode] = {}
     actions: list[Action] = []
-    for kernel in view.kernels:
+    for kernel in figures.kernels:
         old = episodes.get(kernel.id)
         held = held_bytes(kernel)
         idle = kernel.execution_state == "idle" and kernel.last_activity is not None
@@ -118,7 +118,7 @@ def decide(
         found[kernel.id] = episode
         if action is not None:
             actions.append(action)
-    listed = {kernel.id for kernel in view.kernels}
+    listed = {kernel.id for kernel in figures.kernels}
     actions += [Action("gone", kernel_id, 0, 0.0) for kernel_id in episodes if kernel_id not in listed]
     return found, actions
 

@@ -1,4 +1,4 @@
-"""The View as Prometheus metrics, on jupyter_server's own /metrics (so its authentication applies).
+"""The Figures as Prometheus metrics, on jupyter_server's own /metrics (so its authentication applies).
 
 jupyter_server serves /metrics from prometheus_client's default registry, on its event loop. The
 extension's thread turns each reading into rows: (family, label values, value), tuples of strings and
@@ -22,8 +22,8 @@ from typing import NamedTuple
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from .._version import __version__
-from .view import View
+from jupyter_gpumem._version import __version__
+from jupyter_gpumem.server.figures import Figures
 
 Row = tuple[str, tuple[str, ...], float]  # family name, label values, value
 
@@ -129,19 +129,19 @@ FAMILIES = (INFO, NVML_UP, READ_AT, GPU_INFO, GPU_LOST, GPU_TOTAL, GPU_USED, GPU
             OVER_BUDGET, ALLOCATOR_USED, ALLOCATOR_POOL, KERNEL_OWN, LIMIT)  # fmt: skip
 
 
-def rows(view: View) -> tuple[Row, ...]:
-    """Every figure the View knows, as a row; a figure it does not know has none."""
+def rows(figures: Figures) -> tuple[Row, ...]:
+    """Every figure the Figures knows, as a row; a figure it does not know has none."""
     found: list[Row] = []
 
     def add(family: Family, labels: tuple[str, ...], value: float | bool | None) -> None:
         if value is not None:
             found.append((family.name, labels, float(value)))
 
-    add(INFO, (__version__, view.driver_version or "", "true" if view.simulated else "false"), 1)
-    if view.t is not None:
-        add(NVML_UP, (), view.problem is None)
-        add(READ_AT, (), view.t)
-    for gpu in view.gpus:
+    add(INFO, (__version__, figures.driver_version or "", "true" if figures.simulated else "false"), 1)
+    if figures.t is not None:
+        add(NVML_UP, (), figures.problem is None)
+        add(READ_AT, (), figures.t)
+    for gpu in figures.gpus:
         labels = (gpu.uuid or "", str(gpu.index))
         add(GPU_INFO, (*labels, gpu.name or ""), 1)
         add(GPU_LOST, labels, gpu.lost)
@@ -150,14 +150,14 @@ def rows(view: View) -> tuple[Row, ...]:
         add(GPU_UTILIZATION, labels, None if gpu.utilization_percent is None else gpu.utilization_percent / 100)
         add(OTHERS, labels, gpu.other_processes)
         add(OTHERS_USED, labels, gpu.other_bytes)
-        if view.privacy != "aggregate":
+        if figures.privacy != "aggregate":
             users: dict[str, list[int | None]] = {}
             for process in gpu.others:
                 users.setdefault(process.user or "", []).append(process.used_bytes)
             for user, used in sorted(users.items()):
                 add(OTHER_USER, (*labels, user), len(used))
                 add(OTHER_USER_USED, (*labels, user), None if None in used else sum(u or 0 for u in used))
-    for kernel in view.kernels:
+    for kernel in figures.kernels:
         add(REPORTING, (kernel.id,), kernel.status == "reporting")
         add(OOM_ERRORS, (kernel.id,), kernel.oom_errors_total)
         add(CEILING_RATIO, (kernel.id,), kernel.max_fraction)

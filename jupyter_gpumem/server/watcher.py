@@ -1,13 +1,13 @@
-"""The server extension's one thread: every interval, NVML and the kernels' reports become a View.
+"""The server extension's one thread: every interval, NVML and the kernels' reports become a Figures.
 
 Nothing here runs on the server's event loop. NVML can take milliseconds per call (seconds when the
 driver is slow), so /metrics and /api/gpumem/v1 read only what this thread published last: one
-immutable ``Published``, replaced whole by one attribute assignment. It holds the View already rendered
-(the metric rows, the JSON body), not the View itself: nothing the garbage collector tracks outlives a
+immutable ``Published``, replaced whole by one attribute assignment. It holds the Figures already rendered
+(the metric rows, the JSON body), not the Figures itself: nothing the garbage collector tracks outlives a
 reading (metrics.py says why that matters).
 
 With the idle culler on (``GpumemServer.idle_warn_minutes`` / ``idle_shutdown_minutes``), the same thread
-decides from each View which idle kernels holding GPU memory to warn or shut down (culler.py), writes their
+decides from each Figures which idle kernels holding GPU memory to warn or shut down (culler.py), writes their
 notice files (publish.notice_path) and logs why. The shutdown itself is the kernel manager's coroutine, so
 it is handed to the server's event loop (``IOLoop.add_callback``, the one IOLoop method safe from another
 thread).
@@ -26,13 +26,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .. import nvml
-from ..files import replace_json
-from ..host import HostProcesses
-from ..model import HostInfo
-from ..publish import notice_path, report_path
-from . import api, culler, metrics
-from .view import EMPTY, KernelSource, Privacy, View, make_view
+from jupyter_gpumem.gpu import nvml
+from jupyter_gpumem.gpu.files import replace_json
+from jupyter_gpumem.gpu.host import HostProcesses
+from jupyter_gpumem.gpu.model import HostInfo
+from jupyter_gpumem.server import api, culler, metrics
+from jupyter_gpumem.server.figures import EMPTY, Figures, KernelSource, Privacy, make_figures
+from jupyter_gpumem.wire.report import notice_path, report_path
 
 # Between two steps of a reading the thread sleeps this long, so the event loop's thread gets the GIL
 # if it is waiting: otherwise it would wait up to the interpreter's switch interval (5 ms) for a thread
@@ -45,10 +45,10 @@ class Published(NamedTuple):
     body: bytes  # for /api/gpumem/v1
 
 
-def publish(view: View, interval_s: float) -> Published:
-    found = metrics.rows(view)
+def publish(figures: Figures, interval_s: float) -> Published:
+    found = metrics.rows(figures)
     time.sleep(YIELD_S)
-    return Published(found, api.encode(view, interval_s))
+    return Published(found, api.encode(figures, interval_s))
 
 
 class Watcher:
@@ -91,17 +91,17 @@ class Watcher:
     def _run(self) -> None:
         due = time.monotonic()
         while True:
-            view = None
+            figures = None
             try:
-                view = self.read()
-                self.published = publish(view, self.interval_s)
+                figures = self.read()
+                self.published = publish(figures, self.interval_s)
             except Exception:  # a bug of ours: the metrics keep the last reading, the server runs on
                 if not self._failed:
                     self.log.exception("jupyter-gpumem: reading the GPUs failed; the metrics keep the last reading")
                 self._failed = True
-            if view is not None and self.idle.on:
+            if figures is not None and self.idle.on:
                 try:
-                    self.cull(view, time.time())
+                    self.cull(figures, time.time())
                 except Exception:  # a bug of ours: nothing more is culled until it passes, the server runs on
                     if not self._cull_failed:
                         self.log.exception("jupyter-gpumem: the idle culler failed; no kernel is warned or shut down")
@@ -110,7 +110,7 @@ class Watcher:
             if self._stop.wait(due - time.monotonic()):
                 return
 
-    def read(self) -> View:
+    def read(self) -> Figures:
         kernels = list(_kernels(self.kernel_manager))
         # The server's own process is no kernel: no pid of ours is marked, and names are not looked up
         # (the metrics and the API show none).
@@ -122,13 +122,13 @@ class Watcher:
             for kernel_id, pid, connection, state, last in kernels
         ]
         time.sleep(YIELD_S)
-        view = make_view(snapshot, sources, time.time(), self.stale_after_s, self.privacy)
+        figures = make_figures(snapshot, sources, time.time(), self.stale_after_s, self.privacy)
         time.sleep(YIELD_S)
-        return view
+        return figures
 
-    def cull(self, view: View, now: float) -> None:
+    def cull(self, figures: Figures, now: float) -> None:
         """Warn and shut down idle kernels holding GPU memory, as culler.decide says, and log why."""
-        self._episodes, actions = culler.decide(view, self.idle, self._episodes, now)
+        self._episodes, actions = culler.decide(figures, self.idle, self._episodes, now)
         for action in actions:
             held, idle = culler.amount(action.held_bytes), culler.duration(action.idle_s)
             if action.kind == "warn":

@@ -18,7 +18,7 @@ import {
   ISample,
   receive
 } from './protocol';
-import { MemoryView, chooseIn, show } from './view';
+import { MemoryView, chooseIn, setLine } from './view';
 
 /** The part of an anywidget model this view uses. */
 interface IModel {
@@ -157,7 +157,7 @@ function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
     view.renderTop(latest);
     const gpus = latest && !latest.problem ? latest.gpus : [];
     view.body.hidden = gpus.length === 0;
-    show(
+    setLine(
       status,
       latest === null
         ? trans.__('Collecting…')
@@ -168,7 +168,7 @@ function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
             : null
     );
     select.hidden = gpus.length < 2;
-    show(
+    setLine(
       live,
       latest
         ? trans.__(

@@ -30,7 +30,7 @@ import {
 } from './format';
 import { chooseGpu, gpuKey } from './history';
 import { IGpu } from './protocol';
-import { MemoryView, chooseIn, show } from './view';
+import { MemoryView, chooseIn, setLine } from './view';
 
 export interface IPanelOptions {
   translator: ITranslator;
@@ -139,7 +139,7 @@ export class GpuMemPanel extends SidePanel {
     const trans = this._text;
     const channel = this.kernels.current;
     const notebook = this.kernels.notebook;
-    show(
+    setLine(
       n.kernel,
       notebook
         ? notebookLabel(notebook.path, notebook.kernel, trans)
@@ -151,7 +151,7 @@ export class GpuMemPanel extends SidePanel {
     const latest = channel?.history.latest ?? null;
     const streaming = channel?.state === 'streaming';
     const stale = channel !== null && STALE.includes(channel.state);
-    show(
+    setLine(
       n.status,
       channel ? channelLine(channel.state, channel.detail, trans) : null
     );
@@ -162,7 +162,7 @@ export class GpuMemPanel extends SidePanel {
     if (latest === null || !hasGpu) {
       this._selectItem.hide();
       if (latest?.problem && streaming) {
-        show(n.status, latest.problem);
+        setLine(n.status, latest.problem);
       }
       return;
     }

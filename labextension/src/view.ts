@@ -27,7 +27,7 @@ import { IGpu, ISample } from './protocol';
 import { ProcessTable } from './table';
 
 /** Set a node's text (and colour level); an empty or null line hides it. */
-export function show(node: HTMLElement, line: ILine | string | null): void {
+export function setLine(node: HTMLElement, line: ILine | string | null): void {
   const { text, level } =
     typeof line === 'string' || line === null
       ? { text: line ?? '', level: null }
@@ -124,9 +124,12 @@ export class MemoryView {
 
   /** The banner and the notice: whatever the figures (none yet, a problem, a kernel restarting). */
   renderTop(latest: ISample | null): void {
-    show(this._banner, simulatedBanner(latest?.simulated ?? null, this._trans));
+    setLine(
+      this._banner,
+      simulatedBanner(latest?.simulated ?? null, this._trans)
+    );
     this._banner.title = latest?.simulated ?? '';
-    show(this._notice, latest?.notice?.text ?? null);
+    setLine(this._notice, latest?.notice?.text ?? null);
   }
 
   /** One GPU's figures from the latest sample; `series` its history; `stale`: the figures on show are
@@ -141,15 +144,15 @@ export class MemoryView {
     const trans = this._trans;
     const n = this._lines;
     this.body.classList.toggle('jp-mod-stale', stale);
-    show(n.headline, headline(gpu, latest, trans));
-    show(n.own, ownLine(gpu, trans));
-    show(n.note, budgetNote(gpu, latest, trans));
-    show(n.breakdown, breakdown(gpu, latest.framework, trans));
-    show(n.reason, overLine(gpu, trans));
-    show(n.policy, policyLine(latest, trans));
+    setLine(n.headline, headline(gpu, latest, trans));
+    setLine(n.own, ownLine(gpu, trans));
+    setLine(n.note, budgetNote(gpu, latest, trans));
+    setLine(n.breakdown, breakdown(gpu, latest.framework, trans));
+    setLine(n.reason, overLine(gpu, trans));
+    setLine(n.policy, policyLine(latest, trans));
     const limits = [...limitLines(gpu, trans), latest.limitNote ?? ''];
-    show(n.limits, limits.filter(line => line).join('\n') || null);
-    show(n.device, deviceLine(gpu, trans));
+    setLine(n.limits, limits.filter(line => line).join('\n') || null);
+    setLine(n.device, deviceLine(gpu, trans));
     this._chartBox.hidden = gpu.lost; // no figures to draw: no chart, no legend
     this._table.render(gpu, stale);
     if (!gpu.lost) {

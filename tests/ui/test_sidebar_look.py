@@ -161,8 +161,8 @@ def test_a_lost_gpu_reads_as_lost_not_as_an_empty_gpu(page: Page, lab: Lab) -> N
 
 
 NOTICE = (
-    "from jupyter_gpumem.publish import kernel_report_path\n"
-    "from jupyter_gpumem.files import replace_json\n"
+    "from jupyter_gpumem.kernel.publish import kernel_report_path\n"
+    "from jupyter_gpumem.gpu.files import replace_json\n"
     "import time\n"
     "report = kernel_report_path()\n"
     "replace_json(report.with_name(report.stem + '.notice.json'), {'protocol': 1, 'type': 'notice', 't': time.time(),"

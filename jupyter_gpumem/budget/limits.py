@@ -1,0 +1,216 @@
+"""Which limit holds this kernel's GPU memory on each GPU, and whether it is hard.
+
+- mig (hard): the GPU is split into MIG partitions; a process on one cannot use more than its memory.
+- mps (hard): an MPS server is in use and ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`` caps this process on that
+  GPU (per process, not per container; read by CUDA when it starts in the process).
+- cooperative: %gpumem's budget; the framework keeps to it, nothing enforces it.
+
+Also: reading and writing ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`` (``0=1G,1=512MB``: CUDA device ordinals,
+after CUDA_VISIBLE_DEVICES) for ``%gpumem … mps=on`` (docs/containers.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from jupyter_gpumem.budget.plan import Plan
+from jupyter_gpumem.gpu.model import Device, Snapshot
+from jupyter_gpumem.units import GiB, MiB, format_bytes
+
+Kind = Literal["mig", "mps", "cooperative"]
+
+PINNED = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
+PIPE = "CUDA_MPS_PIPE_DIRECTORY"
+DEFAULT_PIPE = "/tmp/nvidia-mps"
+FORM = "0=1G,1=512MB"
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGT])B?", re.IGNORECASE)
+_SCALE = {"K": 1 << 10, "M": MiB, "G": GiB, "T": 1 << 40}
+
+
+class PinnedError(ValueError):
+    """A CUDA_MPS_PINNED_DEVICE_MEM_LIMIT that cannot be read; the text says why, as a sentence."""
+
+
+def parse_pinned(text: str) -> dict[int, int]:
+    """``"0=1G,1=512MB"`` -> {0: 1 GiB, 1: 512 MiB}: bytes per CUDA device ordinal. Units K, M, G, T, with or
+    without B, as powers of 1024. Raises PinnedError (the sentence) for anything else."""
+
+    def refuse(why: str) -> PinnedError:
+        return PinnedError(
+            f"{PINNED}={text} is not in the form {FORM} ({why}), so jupyter-gpumem cannot tell this process's MPS limit"
+        )
+
+    limits: dict[int, int] = {}
+    if not text.strip():
+        raise refuse("it is empty")
+    for item in text.split(","):
+        ordinal, sep, size = (part.strip() for part in item.partition("="))
+        if not sep or not ordinal.isdigit():
+            raise refuse(f"{item.strip()!r} does not start with a device ordinal and '='")
+        found = _SIZE.fullmatch(size)
+        if found is None:
+            raise refuse(f"{size!r} is not a size with a unit: K, M, G or T")
+        amount = int(float(found[1]) * _SCALE[found[2].upper()])
+        if amount <= 0:
+            raise refuse(f"the limit of device {ordinal} is zero")
+        if int(ordinal) in limits:
+            raise refuse(f"device {ordinal} is given twice")
+        limits[int(ordinal)] = amount
+    return limits
+
+
+def format_pinned(limits: Mapping[int, int]) -> str:
+    """{0: 4 GiB, 1: 512 MiB} -> "0=4096MB,1=512MB" (whole MiB, rounded down)."""
+    return ",".join(f"{ordinal}={amount // MiB}MB" for ordinal, amount in sorted(limits.items()))
+
+
+def mps_pipe(environ: Mapping[str, str]) -> Path:
+    return Path(environ.get(PIPE) or DEFAULT_PIPE)
+
+
+def mps_server(environ: Mapping[str, str]) -> bool:
+    """An MPS control daemon is reachable: its ``control`` pipe is in the pipe directory."""
+    return (mps_pipe(environ) / "control").exists()
+
+
+def cuda_order(visible: str | None, devices: Sequence[tuple[int, str]]) -> list[str]:
+    """The GPUs (by NVML uuid) in CUDA's order: CUDA device ordinal i is the i-th. ``visible``:
+    CUDA_VISIBLE_DEVICES (indices, or GPU- uuids or their prefixes; the list ends at the first entry that
+    names no GPU, as in CUDA); ``devices``: (NVML index, uuid) of every GPU. Assumes CUDA counts in PCI
+    order as NVML does (CUDA_DEVICE_ORDER=PCI_BUS_ID, which %gpumem sets where it matters)."""
+    ordered = [uuid for _, uuid in sorted(devices)]
+    if visible is None:
+        return ordered
+    chosen: list[str] = []
+    for item in (entry.strip() for entry in visible.split(",")):
+        if item.isdigit():
+            match = [uuid for index, uuid in devices if index == int(item)]
+        elif item.startswith("GPU-"):
+            match = [uuid for uuid in ordered if uuid.startswith(item)]
+        else:
+            match = []
+        if len(match) != 1 or match[0] in chosen:
+            break
+        chosen.append(match[0])
+    return chosen
+
+
+@dataclass(frozen=True)
+class Limit:
+    kind: Kind
+    bytes: int | None  # the partition's memory, the pinned limit, or the budget; None: not known
+
+    @property
+    def hard(self) -> bool:
+        return self.kind != "cooperative"
+
+    def describe(self) -> str:
+        if self.kind == "mig":
+            size = f" of {format_bytes(self.bytes)}" if self.bytes is not None else " (which one is not known)"
+            return f"hard: a MIG partition{size}"
+        if self.kind == "mps":
+            return f"hard: the MPS limit of {format_bytes(self.bytes)} on this process's memory"
+        return f"cooperative: %gpumem's budget of {format_bytes(self.bytes)}, which the framework keeps to"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every GPU's limit (by uuid; a GPU with none is absent), and what to tell about MPS."""
+
+    gpus: dict[str, Limit] = field(default_factory=dict)
+    mps_server: bool = False
+    pinned: dict[int, int] | None = None  # this process's MPS limits by CUDA ordinal, when set and readable
+    problems: tuple[str, ...] = ()  # sentences: a limit that cannot be read, or one that limits nothing
+
+
+def read(snapshot: Snapshot, environ: Mapping[str, str] | None, budgets: Mapping[str, int | None]) -> Limits:
+    """The limits on this kernel's memory now. ``environ``: the kernel's environment (None: MPS is not
+    looked at); ``budgets``: %gpumem's budget per GPU (uuid)."""
+    server = environ is not None and mps_server(environ)
+    environ = environ or {}
+    problems = []
+    pinned = None
+    text = environ.get(PINNED)
+    if text is not None:
+        try:
+            pinned = parse_pinned(text)
+        except PinnedError as error:
+            problems.append(f"{error}.")
+        if pinned and not server:
+            problems.append(
+                f"{PINNED} is set, but no MPS server is in use here (no control pipe in {mps_pipe(environ)}), "
+                "so it limits nothing."
+            )
+    order = cuda_order(environ.get("CUDA_VISIBLE_DEVICES"), [(d.index, d.uuid) for d in snapshot.devices if d.uuid])
+    gpus = {}
+    for device in snapshot.devices:
+        if device.uuid is None or device.lost:
+            continue
+        ordinal = order.index(device.uuid) if device.uuid in order else None
+        if device.mig_enabled:
+            gpus[device.uuid] = Limit("mig", _partition(device, environ.get("CUDA_VISIBLE_DEVICES")))
+        elif server and pinned and ordinal is not None and ordinal in pinned:
+            gpus[device.uuid] = Limit("mps", pinned[ordinal])
+        elif budgets.get(device.uuid) is not None:
+            gpus[device.uuid] = Limit("cooperative", budgets[device.uuid])
+    return Limits(gpus, server, pinned, tuple(problems))
+
+
+def _partition(device: Device, visible: str | None) -> int | None:
+    """The memory of this kernel's MIG partition: the one CUDA_VISIBLE_DEVICES names, or the only one."""
+    named = {entry.strip() for entry in (visible or "").split(",")}
+    for mig in device.mig_devices:
+        if mig.uuid in named:
+            return mig.total_bytes
+    return device.mig_devices[0].total_bytes if len(device.mig_devices) == 1 else None
+
+
+# ---------------------------------------------------------------------- %gpumem … mps=on
+
+
+def mps_refusal(plan: Plan, environ: Mapping[str, str], started: Sequence[str]) -> str | None:
+    """Why mps=on cannot take effect here (a sentence), or None. ``started``: the frameworks that have
+    started CUDA in this kernel."""
+    if not mps_server(environ):
+        return (
+            f"mps=on needs an MPS server, and none is in use here (no control pipe in {mps_pipe(environ)}): an "
+            "administrator starts one (nvidia-cuda-mps-control -d; docs/containers.md). Without it %gpumem's budget "
+            "is cooperative."
+        )
+    if started:
+        return (
+            f"mps=on is too late: {' and '.join(started)} started CUDA in this kernel, and CUDA reads {PINNED} only "
+            f"when it starts. Restart the kernel and run %gpumem {plan.policy.describe()} first."
+        )
+    if not any(g.budget_bytes is not None for g in plan.gpus):
+        return (
+            "mps=on caps each GPU at this kernel's budget, and no budget is set: add fraction= or limit= "
+            "(for example %gpumem fraction=0.4 mps=on)."
+        )
+    text = environ.get(PINNED)
+    if text:
+        try:
+            parse_pinned(text)
+        except PinnedError as error:
+            return f"{error}, so mps=on cannot keep to it; ask your administrator."
+    return None
+
+
+def mps_environment(plan: Plan, environ: Mapping[str, str], before: str | None) -> dict[str, str]:
+    """The variables that make the plan's budgets this process's MPS limits when CUDA starts. ``before``:
+    the limit set before %gpumem changed anything (an administrator's): never raised, only lowered."""
+    devices = [(g.index, g.uuid) for g in plan.gpus] + [(d.index, d.uuid) for d in (*plan.hidden, *plan.lost) if d.uuid]
+    visible = plan.cuda_visible_devices or environ.get("CUDA_VISIBLE_DEVICES")
+    order = cuda_order(visible, devices)
+    budgets = {g.uuid: g.budget_bytes for g in plan.gpus}
+    limits = parse_pinned(before) if before else {}
+    for ordinal, uuid in enumerate(order):
+        budget = budgets.get(uuid)
+        if budget is not None:
+            limits[ordinal] = min(budget, limits.get(ordinal, budget))
+    return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", PINNED: format_pinned(limits)}

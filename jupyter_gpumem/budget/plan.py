@@ -1,0 +1,195 @@
+"""A Policy made concrete for this machine's GPUs: per selected GPU a budget as nvidia-smi counts it,
+split into the framework's allocator limit and the CUDA context/library overhead outside it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from jupyter_gpumem.budget.overhead import Overhead
+from jupyter_gpumem.budget.policy import Policy, PolicyError
+from jupyter_gpumem.gpu.model import Device, Snapshot
+from jupyter_gpumem.units import MiB, format_bytes
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """An administrator's maximum per GPU, as nvidia-smi counts it (JUPYTER_GPUMEM_MAX_FRACTION / _MAX_LIMIT):
+    each the lowest that any source sets (config.py)."""
+
+    max_fraction: float | None = None
+    max_limit_bytes: int | None = None
+    # Where each was set, as a phrase ("set in /etc/ipython/ipython_kernel_config.py"); "": not known.
+    max_fraction_origin: str = field(default="", compare=False)
+    max_limit_origin: str = field(default="", compare=False)
+
+    def budget_bytes(self, total_bytes: int) -> int | None:
+        caps = []
+        if self.max_limit_bytes is not None:
+            caps.append(self.max_limit_bytes)
+        if self.max_fraction is not None:
+            caps.append(int(self.max_fraction * total_bytes))
+        return min(caps) if caps else None
+
+    def origin(self, total_bytes: int) -> str:
+        """Where the cap that binds on a GPU of ``total_bytes`` was set: "set by JUPYTER_GPUMEM_MAX_FRACTION in
+        the environment" (or "set by the administrator" where that is not known)."""
+        limit_binds = self.max_limit_bytes is not None and (
+            self.max_fraction is None or self.max_limit_bytes <= int(self.max_fraction * total_bytes)
+        )
+        return (self.max_limit_origin if limit_binds else self.max_fraction_origin) or "set by the administrator"
+
+    def describe(self) -> str:
+        parts = []
+        if self.max_fraction is not None:
+            parts.append(f"{self.max_fraction:g} of each GPU")
+        if self.max_limit_bytes is not None:
+            parts.append(format_bytes(self.max_limit_bytes))
+        return " and ".join(parts)
+
+
+@dataclass(frozen=True)
+class GpuPlan:
+    index: int  # NVML index (PCI order)
+    uuid: str
+    name: str
+    total_bytes: int
+    budget_bytes: int | None  # None: no cap asked for
+    overhead: Overhead  # CUDA context + libraries set aside, outside the allocator's limit
+    allocator_limit_bytes: int | None  # what the framework's allocator is capped at
+    # strict=off under a ceiling: the ceiling's cap on this GPU, where the allocator limit was lowered from the
+    # budget so that it plus the overhead stays under it, as nvidia-smi counts it. None: not lowered.
+    ceiling_bytes: int | None = None
+
+    @property
+    def overhead_bytes(self) -> int:
+        return self.overhead.bytes
+
+
+@dataclass(frozen=True)
+class Plan:
+    policy: Policy
+    gpus: tuple[GpuPlan, ...] = ()  # the GPUs the kernel may use, in PCI order
+    hidden: tuple[Device, ...] = ()  # the GPUs it may not touch
+    lost: tuple[Device, ...] = ()  # GPUs lost when it was made (fell off the bus): no budget there
+    no_gpu: str | None = None  # why there is no GPU to plan for (no driver, none visible)
+
+    @property
+    def cuda_visible_devices(self) -> str | None:
+        """CUDA_VISIBLE_DEVICES by UUID (robust to enumeration order), or None to leave it alone."""
+        if self.policy.gpus is None:
+            return None
+        return ",".join(g.uuid for g in self.gpus) or "-1"
+
+    def shared(self, ways: int) -> Plan:
+        """This plan with each GPU's allocator limit split ``ways`` ways (frameworks sharing a budget)."""
+        if ways == 1:
+            return self
+        gpus = tuple(
+            replace(g, allocator_limit_bytes=g.allocator_limit_bytes // ways if g.allocator_limit_bytes else None)
+            for g in self.gpus
+        )
+        return replace(self, gpus=gpus)
+
+
+def _select(policy: Policy, devices: tuple[Device, ...]) -> tuple[list[Device], list[Device]]:
+    if policy.gpus is None:
+        return list(devices), []
+    chosen = []
+    for item in policy.gpus:
+        if item.isdigit():
+            match = [d for d in devices if d.index == int(item)]
+        else:
+            match = [d for d in devices if d.uuid == item]
+        if not match:
+            known = ", ".join(str(d.index) for d in devices) or "none"
+            raise PolicyError(
+                f"gpus={','.join(policy.gpus)}: there is no GPU {item} here "
+                f"(GPUs on this machine: {known}; see %gpumem status)."
+            )
+        if match[0].lost:
+            raise PolicyError(f"gpus={','.join(policy.gpus)}: GPU {item} is lost (fell off the bus); pick another.")
+        chosen.append(match[0])
+    chosen.sort(key=lambda d: d.index)
+    return chosen, [d for d in devices if d not in chosen]
+
+
+def _budget(policy: Policy, ceiling: Ceiling, device: Device, total: int) -> int | None:
+    if policy.fraction is not None:
+        budget: int | None = int(policy.fraction * total)
+        asked = f"fraction={policy.fraction:g}"
+    elif policy.limit_bytes is not None:
+        budget = policy.limit_bytes
+        asked = f"limit={policy.limit_text}"
+        if budget > total:
+            raise PolicyError(
+                f"{asked} is more than GPU {device.index}'s {format_bytes(total)} ({device.name}); "
+                "give a smaller limit or a fraction."
+            )
+    else:
+        return ceiling.budget_bytes(total)  # no cap asked: the administrator's ceiling, if any
+    cap = ceiling.budget_bytes(total)
+    if cap is not None and budget is not None and budget > cap:
+        raise PolicyError(
+            f"{asked} is above this server's ceiling of {ceiling.describe()} "
+            f"({format_bytes(cap)} on GPU {device.index}), {ceiling.origin(total)}; ask for less."
+        )
+    return budget
+
+
+def make_plan(
+    policy: Policy, snapshot: Snapshot, overhead: Callable[[Device], Overhead], ceiling: Ceiling = Ceiling()
+) -> Plan:
+    """``overhead``: what to set aside on a GPU for the CUDA context and libraries. Raises PolicyError
+    (a sentence) when the policy cannot hold on this machine's GPUs."""
+    if snapshot.problem:
+        return Plan(policy, no_gpu=snapshot.problem)
+    selected, hidden = _select(policy, snapshot.devices)
+    lost = tuple(d for d in selected if d.lost)  # only where gpus= did not name it (_select refuses that)
+    gpus = []
+    for device in selected:
+        if device.lost:
+            continue
+        if device.uuid is None or device.total_bytes is None:
+            raise PolicyError(
+                f"GPU {device.index} does not report its {'UUID' if device.uuid is None else 'memory'}, "
+                "so no budget can be planned for it; leave it out with gpus=."
+            )
+        budget = _budget(policy, ceiling, device, device.total_bytes)
+        aside = overhead(device)
+        limit = budget
+        cap = ceiling.budget_bytes(device.total_bytes)
+        lowered = None
+        if budget is not None and policy.strict:
+            limit = budget - aside.bytes
+            if limit < 64 * MiB:
+                raise PolicyError(
+                    f"{policy.describe()} gives GPU {device.index} a budget of {format_bytes(budget)}, which leaves "
+                    f"nothing for tensors after about {format_bytes(aside.bytes)} of CUDA context and libraries; "
+                    "ask for more, or add strict=off for the allocator pool alone."
+                )
+        elif budget is not None and cap is not None and budget + aside.bytes > cap:
+            # strict=off is the allocator pool alone, but a ceiling is as nvidia-smi counts it: the context and
+            # libraries outside the pool must fit under it too.
+            limit, lowered = cap - aside.bytes, cap
+            if limit < 64 * MiB:
+                raise PolicyError(
+                    f"{policy.describe()} on GPU {device.index}: this server's ceiling of {ceiling.describe()} "
+                    f"({format_bytes(cap)} there, as nvidia-smi counts it, {ceiling.origin(device.total_bytes)}) "
+                    f"leaves nothing for tensors after about {format_bytes(aside.bytes)} of CUDA context and "
+                    "libraries, and strict=off cannot go over it."
+                )
+        gpus.append(
+            GpuPlan(
+                index=device.index,
+                uuid=device.uuid,
+                name=device.name or "unknown GPU",
+                total_bytes=device.total_bytes,
+                budget_bytes=budget,
+                overhead=aside,
+                allocator_limit_bytes=limit,
+                ceiling_bytes=lowered,
+            )
+        )
+    no_gpu = None if snapshot.devices else "The NVIDIA driver reports no GPUs."
+    return Plan(policy, gpus=tuple(gpus), hidden=tuple(hidden), lost=lost, no_gpu=no_gpu)

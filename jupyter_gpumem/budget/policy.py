@@ -1,0 +1,200 @@
+"""What the user asked for: `%gpumem fraction=0.4 gpus=1 threads=2 ...`, parsed and checked.
+
+A Policy says nothing about any particular GPU; plan.py turns it into per-GPU budgets.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+
+from jupyter_gpumem.units import format_bytes, parse_bytes
+
+FRAMEWORKS = ("auto", "tensorflow", "pytorch", "jax")
+ALIASES = {"tf": "tensorflow", "torch": "pytorch"}
+
+
+class PolicyError(ValueError):
+    """Bad input: the message is one sentence for the user, naming the argument and the accepted form."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    fraction: float | None = None  # of each selected GPU's total memory, as nvidia-smi counts it
+    limit_bytes: int | None = None  # the same as an absolute budget
+    limit_as_typed: str | None = field(default=None, compare=False)  # "6GiB": echoed as the user wrote it
+    growth: bool | None = None
+    gpus: tuple[str, ...] | None = None  # NVML indices or UUIDs; () hides every GPU
+    intra_threads: int | None = None
+    inter_threads: int | None = None
+    framework: str = "auto"
+    strict: bool = True  # False: the framework's raw meaning (the allocator pool only)
+    mps: bool | None = None  # True: the budget also becomes this process's MPS pinned limit (a hard cap)
+
+    @property
+    def is_empty(self) -> bool:
+        return self == Policy()
+
+    def then(self, newer: Policy) -> Policy:
+        """This policy with what ``newer`` sets on top; a fraction and a limit replace each other."""
+        changes = {f.name: getattr(newer, f.name) for f in fields(newer) if getattr(newer, f.name) is not None}
+        changes.pop("framework", None)
+        changes.pop("strict", None)
+        merged = replace(self, **changes)
+        if newer.fraction is not None:
+            merged = replace(merged, limit_bytes=None, limit_as_typed=None)
+        if newer.limit_bytes is not None:
+            merged = replace(merged, fraction=None, limit_as_typed=newer.limit_as_typed)
+        if newer.framework != "auto":
+            merged = replace(merged, framework=newer.framework)
+        if not newer.strict:
+            merged = replace(merged, strict=False)
+        return merged
+
+    @property
+    def limit_text(self) -> str:
+        """The limit as the user typed it, else in MiB."""
+        if self.limit_as_typed:
+            return self.limit_as_typed
+        return format_bytes(self.limit_bytes).replace(" ", "")
+
+    def describe(self) -> str:
+        """The policy as the arguments that would give it."""
+        words = []
+        if self.fraction is not None:
+            words.append(f"fraction={self.fraction:g}")
+        if self.limit_bytes is not None:
+            words.append(f"limit={self.limit_text}")
+        if self.growth is not None:
+            words.append(f"growth={'on' if self.growth else 'off'}")
+        if self.gpus is not None:
+            words.append(f"gpus={','.join(self.gpus) or 'none'}")
+        if self.intra_threads is not None and self.intra_threads == self.inter_threads:
+            words.append(f"threads={self.intra_threads}")
+        else:
+            if self.intra_threads is not None:
+                words.append(f"intra={self.intra_threads}")
+            if self.inter_threads is not None:
+                words.append(f"inter={self.inter_threads}")
+        if self.framework != "auto":
+            words.append(f"framework={self.framework}")
+        if not self.strict:
+            words.append("strict=off")
+        if self.mps is not None:
+            words.append(f"mps={'on' if self.mps else 'off'}")
+        return " ".join(words) or "(nothing set)"
+
+
+ACCEPTED = {
+    "fraction": "fraction=0.4 (a number above 0 and at most 1)",
+    "limit": "limit=6GiB (a size with a unit: GiB, MiB, GB or MB)",
+    "growth": "growth=on or growth=off",
+    "gpus": "gpus=1, gpus=0,2, gpus=GPU-<uuid> or gpus=none",
+    "threads": "threads=2 (a whole number of at least 1)",
+    "intra": "intra=2 (a whole number of at least 1)",
+    "inter": "inter=1 (a whole number of at least 1)",
+    "framework": "framework=auto, tensorflow, pytorch or jax",
+    "strict": "strict=on or strict=off",
+    "mps": "mps=on or mps=off",
+}
+
+
+def _switch(key: str, value: str) -> bool:
+    lowered = value.lower()
+    if lowered in ("on", "true", "yes", "1"):
+        return True
+    if lowered in ("off", "false", "no", "0"):
+        return False
+    raise PolicyError(f"{key}={value} is not on or off; use {ACCEPTED[key]}.")
+
+
+def _count(key: str, value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise PolicyError(f"{key}={value} is not a whole number of at least 1; use {ACCEPTED[key]}.")
+    return number
+
+
+def parse_value(key: str, value: str) -> dict[str, object]:
+    """One ``key=value`` as Policy fields. Raises PolicyError with the sentence to show."""
+    if key == "fraction":
+        try:
+            fraction = float(value.rstrip("%")) / (100 if value.endswith("%") else 1)
+        except ValueError:
+            raise PolicyError(f"fraction={value} is not a number; use {ACCEPTED[key]}.") from None
+        if not (0 < fraction <= 1) or math.isnan(fraction):
+            raise PolicyError(f"fraction={value} is outside (0, 1]; use {ACCEPTED[key]}.")
+        return {"fraction": fraction}
+    if key == "limit":
+        size = parse_bytes(value)
+        if size is None:
+            raise PolicyError(f"limit={value} is not a size; use {ACCEPTED[key]}.")
+        if size <= 0:
+            raise PolicyError(f"limit={value} must be above zero; use {ACCEPTED[key]}.")
+        return {"limit_bytes": size, "limit_as_typed": value}
+    if key == "growth":
+        return {"growth": _switch(key, value)}
+    if key == "strict":
+        return {"strict": _switch(key, value)}
+    if key == "mps":
+        return {"mps": _switch(key, value)}
+    if key == "gpus":
+        if value.lower() == "none":
+            return {"gpus": ()}
+        items = tuple(item.strip() for item in value.split(","))
+        for item in items:
+            if not (item.isdigit() or item.startswith(("GPU-", "MIG-"))):
+                raise PolicyError(f"gpus={value} names no GPU in {item!r}; use {ACCEPTED[key]}.")
+        if len(set(items)) != len(items):
+            raise PolicyError(f"gpus={value} names a GPU twice; use {ACCEPTED[key]}.")
+        return {"gpus": items}
+    if key == "threads":
+        count = _count(key, value)
+        return {"intra_threads": count, "inter_threads": count}
+    if key == "intra":
+        return {"intra_threads": _count(key, value)}
+    if key == "inter":
+        return {"inter_threads": _count(key, value)}
+    if key == "framework":
+        name = ALIASES.get(value.lower(), value.lower())
+        if name not in FRAMEWORKS:
+            raise PolicyError(f"framework={value} is not a framework jupyter-gpumem supports; use {ACCEPTED[key]}.")
+        return {"framework": name}
+    known = ", ".join(ACCEPTED)
+    raise PolicyError(f"{key}= is not a %gpumem setting; the settings are {known} (see %gpumem --help).")
+
+
+def parse(words: list[str]) -> Policy:
+    """``["fraction=0.5", "gpus=1"]`` -> Policy. Raises PolicyError naming the offending argument."""
+    seen: dict[str, str] = {}
+    values: dict[str, object] = {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        key = key.strip().lower()
+        if not sep or not value.strip():
+            raise PolicyError(
+                f"{word!r} is not key=value; write for example %gpumem fraction=0.4 (see %gpumem --help)."
+            )
+        if key in seen:
+            raise PolicyError(f"{key}= is given twice ({seen[key]} and {word}); give it once.")
+        seen[key] = word
+        values.update(parse_value(key, value.strip()))
+    if "fraction" in seen and "limit" in seen:
+        raise PolicyError(
+            f"{seen['fraction']} and {seen['limit']} contradict each other: give a fraction or a limit, not both."
+        )
+    if "threads" in seen and ("intra" in seen or "inter" in seen):
+        other = seen.get("intra") or seen["inter"]
+        raise PolicyError(
+            f"{seen['threads']} and {other} contradict each other: "
+            "threads= sets both intra and inter; give threads= alone, or intra= and inter=."
+        )
+    if values.get("gpus") == () and ("fraction" in seen or "limit" in seen):
+        budget = seen.get("fraction") or seen["limit"]
+        raise PolicyError(f"gpus=none and {budget} contradict each other: with no GPU there is nothing to budget.")
+    if values.get("gpus") == () and values.get("mps"):
+        raise PolicyError(f"gpus=none and {seen['mps']} contradict each other: with no GPU there is nothing to cap.")
+    return Policy(**values)  # type: ignore[arg-type]

@@ -1,0 +1,329 @@
+"""The only module that imports pynvml (package ``nvidia-ml-py``).
+
+Every NVML quirk lives here: the library or driver missing, NOT_SUPPORTED on any single call, a GPU
+lost mid-run, drivers without the ``_v3`` process queries, N/A memory, bytes-vs-str strings and MIG.
+A function the driver lacks (a binding newer than the driver) is logged once, not silently N/A; what
+a loaded driver cannot change is read once per GPU (``_Static``). What leaves this module is a
+:class:`~jupyter_gpumem.gpu.model.Snapshot`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple, TypeVar
+
+import pynvml
+
+from jupyter_gpumem.gpu.host import in_host_pid_namespace
+from jupyter_gpumem.gpu.model import Device, GpuProcess, HostInfo, MigDevice, ProcessKind, Snapshot
+
+T = TypeVar("T")
+
+log = logging.getLogger("jupyter_gpumem")
+
+NO_DRIVER = (
+    "No NVIDIA driver found (libnvidia-ml.so.1 could not be loaded), so there is no GPU to show. "
+    "The kernel works as usual; on a GPU machine, install the NVIDIA driver."
+)
+DRIVER_NOT_LOADED = (
+    "The NVIDIA driver is installed but not loaded (NVML: Driver Not Loaded), so there is no GPU to "
+    "show. The kernel works as usual; `nvidia-smi` in a terminal tells the same story."
+)
+
+
+# Given the PIDs NVML reported and the driver's name for a PID, what the host knows of them.
+HostLookup = Callable[[Collection[int], Callable[[int], str | None]], Mapping[int, HostInfo]]
+
+
+class _Lost(Exception):
+    """NVML_ERROR_GPU_IS_LOST: this GPU is gone until it is reset; the others still read."""
+
+
+class _Facts(NamedTuple):
+    """What cannot change about a GPU while the driver is loaded."""
+
+    uuid: str | None  # what they were read with
+    name: str | None
+    compute_capability: tuple[int, int] | None
+
+
+@dataclass
+class _Static:
+    """Facts read once instead of every snapshot: on a one-GPU machine they were 3 of its 11 NVML
+    calls, a fixed cost paid again every interval. MIG mode is not among them: it changes while the
+    driver stays loaded.
+
+    A GPU's entry is used only while the GPU at its index still reports the UUID it was read with.
+    The UUID is read every snapshot for that: one cheap call, and it keys the cache by the GPU's
+    identity rather than its position, so no event we did not foresee (a GPU swapped at the same
+    count, as the stand-in does when its scenario is rewritten) can put one GPU's name on another's
+    figures. A handle would tell no more: a driver keeps it for its whole session, and the stand-in
+    keeps it across scenario reloads. Everything is forgotten when NVML starts (again, after the
+    driver went away), when the GPU count changes, when the stand-in is pointed at another scenario
+    file and when any UUID changes (the machine changed under us, so the driver version may have
+    too); a GPU's entry when it is lost or its handle refused. A fact the driver refused is not
+    kept: it is asked for again next time.
+    """
+
+    machine: tuple[int, str | None] | None = None  # the GPU count, and the stand-in's scenario file
+    devices: dict[int, _Facts] = field(default_factory=dict)  # by NVML index
+    driver_version: str | None = None
+
+    def forget(self) -> None:
+        self.devices.clear()
+        self.driver_version = None
+
+
+_UNSEEN = HostInfo()
+_lock = threading.Lock()
+_initialised = False
+_standin_marker: Any = None  # the stand-in's scenario function; None with a real driver
+_processes_v2_only = False  # set once a driver turns out to lack the _v3 process queries
+_static = _Static()
+_missing_functions: set[str] = set()  # NVML functions this driver lacks, each logged once
+
+
+def _text(value: str | bytes) -> str:
+    # nvidia-ml-py returns str; older releases returned bytes.
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _missing(function: str) -> None:
+    """Say once per function that the driver lacks it: N/A alone would hide a fixable mismatch."""
+    if function in _missing_functions:
+        return
+    _missing_functions.add(function)
+    log.warning(
+        "jupyter-gpumem: the NVIDIA driver has no %s, so what it reads shows as N/A. The nvidia-ml-py "
+        "binding may be newer than the driver: update the driver, or install an nvidia-ml-py as old as it.",
+        function,
+    )
+
+
+def _optional(call: Callable[..., T], *args: Any, function: str | None = None) -> T | None:
+    """A per-call query: None where the driver says not supported, not permitted or not found.
+    ``function`` names the NVML function in the warning when ``call`` is not the binding's own."""
+    try:
+        return call(*args)
+    except pynvml.NVMLError_GpuIsLost as error:
+        raise _Lost from error
+    except pynvml.NVMLError_FunctionNotFound:
+        _missing(function or call.__name__)
+        return None
+    except pynvml.NVMLError:
+        return None
+
+
+def _init() -> str | None:
+    """Start NVML once per process; returns a sentence when there is no driver to talk to."""
+    global _initialised
+    if _initialised:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError_LibraryNotFound:
+        return NO_DRIVER
+    except pynvml.NVMLError_DriverNotLoaded:
+        return DRIVER_NOT_LOADED
+    except pynvml.NVMLError as error:
+        return f"NVML could not start ({error}), so there is no GPU to show. The kernel works as usual."
+    _initialised = True
+    _static.forget()  # a driver that went away may come back with other GPUs, or as another version
+    _find_standin_marker()
+    return None
+
+
+def _find_standin_marker() -> None:
+    """Remember whether the stand-in libnvidia-ml.so.1 is loaded: no real driver has this symbol."""
+    global _standin_marker
+    try:
+        _standin_marker = pynvml.nvmlLib.jupyterGpumemStandinScenario
+    except AttributeError:
+        _standin_marker = None
+        return
+    _standin_marker.restype = pynvml.c_char_p
+
+
+def _simulated_scenario() -> str | None:
+    """The stand-in's current scenario path (it follows the environment), or None with a real driver."""
+    if _standin_marker is None:
+        return None
+    return _text(_standin_marker() or b"") or "unknown scenario"
+
+
+def _running_processes(handle: Any, kind: str) -> list[Any]:
+    global _processes_v2_only
+    if not _processes_v2_only:
+        query = getattr(pynvml, f"nvmlDevice{kind}RunningProcesses")
+        try:
+            return list(query(handle))
+        except (pynvml.NVMLLibraryMismatchError, pynvml.NVMLError_FunctionNotFound):
+            _processes_v2_only = True  # driver older than the binding: the _v2 struct is the same size
+    return list(getattr(pynvml, f"nvmlDevice{kind}RunningProcesses_v2")(handle))
+
+
+def _process_table(handle: Any) -> tuple[dict[int, tuple[int | None, ProcessKind]], bool]:
+    """pid -> (used bytes or None, kind), and whether the driver answered at all."""
+    table: dict[int, tuple[int | None, ProcessKind]] = {}
+    answered = False
+    for kind, label in (("GetCompute", "compute"), ("GetGraphics", "graphics")):
+        procs = _optional(_running_processes, handle, kind, function=f"nvmlDevice{kind}RunningProcesses")
+        if procs is None:
+            continue
+        answered = True
+        for proc in procs:
+            used = proc.usedGpuMemory  # None: N/A (pynvml maps NVML_VALUE_NOT_AVAILABLE)
+            if proc.pid in table:
+                known, _ = table[proc.pid]
+                both = None if known is None and used is None else (known or 0) + (used or 0)
+                table[proc.pid] = (both, "compute+graphics")
+            else:
+                table[proc.pid] = (used, label)  # type: ignore[assignment]
+    return table, answered
+
+
+def _mig_devices(handle: Any) -> tuple[MigDevice, ...]:
+    count = _optional(pynvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0
+    found = []
+    for slot in range(count):
+        mig = _optional(pynvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, slot)
+        if mig is None:
+            continue  # NVML_ERROR_NOT_FOUND: an empty slot
+        uuid = _optional(pynvml.nvmlDeviceGetUUID, mig)
+        memory = _optional(pynvml.nvmlDeviceGetMemoryInfo, mig)
+        found.append(
+            MigDevice(
+                uuid=_text(uuid) if uuid is not None else None,
+                total_bytes=memory.total if memory else None,
+                used_bytes=memory.used if memory else None,
+            )
+        )
+    return tuple(found)
+
+
+def _static_facts(index: int, handle: Any, uuid: str | None) -> _Facts:
+    """The GPU's name and compute capability: from the cache while it reports the same UUID."""
+    known = _static.devices.get(index)
+    if known is not None and known.uuid != uuid:
+        _static.forget()  # another GPU at this index: the machine changed under us
+    elif known is not None and known.name is not None and known.compute_capability is not None:
+        return known
+    # What the driver did not tell is asked again each time: the refusal may have been a passing one.
+    name = _optional(pynvml.nvmlDeviceGetName, handle)
+    capability = _optional(pynvml.nvmlDeviceGetCudaComputeCapability, handle)
+    facts = _Facts(
+        uuid=uuid,
+        name=_text(name) if name is not None else None,
+        compute_capability=(capability[0], capability[1]) if capability else None,
+    )
+    if uuid is not None:  # without a UUID there is no telling it is the same GPU next time
+        _static.devices[index] = facts
+    return facts
+
+
+def _read_device(index: int) -> tuple[Device, dict[int, tuple[int | None, ProcessKind]]]:
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+    except pynvml.NVMLError_GpuIsLost:
+        _static.devices.pop(index, None)
+        return Device(index=index, uuid=None, name=None, lost=True), {}
+    except pynvml.NVMLError:
+        _static.devices.pop(index, None)
+        return Device(index=index, uuid=None, name=None), {}
+    uuid = facts = None
+    try:
+        raw_uuid = _optional(pynvml.nvmlDeviceGetUUID, handle)
+        uuid = _text(raw_uuid) if raw_uuid is not None else None
+        facts = _static_facts(index, handle, uuid)
+        memory = _optional(pynvml.nvmlDeviceGetMemoryInfo, handle)
+        util = _optional(pynvml.nvmlDeviceGetUtilizationRates, handle)
+        mig_mode = _optional(pynvml.nvmlDeviceGetMigMode, handle)
+        mig_enabled = None if mig_mode is None else mig_mode[0] == pynvml.NVML_DEVICE_MIG_ENABLE
+        procs, answered = _process_table(handle)
+        migs = _mig_devices(handle) if mig_enabled else ()
+    except _Lost:
+        # Only what was read before the loss; the GPU is read afresh when it is back (after a reset).
+        _static.devices.pop(index, None)
+        return Device(index=index, uuid=uuid, name=facts.name if facts else None, lost=True), {}
+    device = Device(
+        index=index,
+        uuid=uuid,
+        name=facts.name,
+        total_bytes=memory.total if memory else None,
+        used_bytes=memory.used if memory else None,
+        free_bytes=memory.free if memory else None,
+        utilization_percent=util.gpu if util else None,
+        compute_capability=facts.compute_capability,
+        mig_enabled=mig_enabled,
+        mig_devices=migs,
+        processes_known=answered,
+    )
+    return device, procs
+
+
+def process_name(pid: int) -> str | None:
+    """The driver's name for a process; works where the host process table cannot see the PID."""
+    try:
+        return _text(pynvml.nvmlSystemGetProcessName(pid)) or None
+    except pynvml.NVMLError_FunctionNotFound:
+        _missing("nvmlSystemGetProcessName")
+        return None
+    except pynvml.NVMLError:
+        return None
+
+
+def read(own_pid: int, host: HostLookup) -> Snapshot:
+    """Read every GPU and its processes. Never raises for driver trouble: see ``Snapshot.problem``."""
+    global _initialised
+    with _lock:
+        now = time.time()
+        problem = _init()
+        if problem:
+            return Snapshot(taken_at=now, own_pid=own_pid, problem=problem)
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        except pynvml.NVMLError_DriverNotLoaded:
+            _initialised = False  # the driver went away; try to start again next time
+            return Snapshot(taken_at=now, own_pid=own_pid, problem=DRIVER_NOT_LOADED)
+        except pynvml.NVMLError as error:
+            return Snapshot(
+                taken_at=now,
+                own_pid=own_pid,
+                problem=f"NVML could not list the GPUs ({error}). The kernel works as usual.",
+            )
+        simulated = _simulated_scenario()
+        if (count, simulated) != _static.machine:
+            _static.forget()
+            _static.machine = (count, simulated)
+        readings = [_read_device(index) for index in range(count)]
+        if _static.driver_version is None:  # after the GPUs: a UUID that changed forgets it too
+            driver = _optional(pynvml.nvmlSystemGetDriverVersion)
+            _static.driver_version = _text(driver) if driver is not None else None
+        pids = {pid for _, procs in readings for pid in procs}
+        info = host(pids, process_name) if pids else {}
+        devices = []
+        for device, procs in readings:
+            if procs and device.uuid is not None:
+                uuid = device.uuid
+                rows = tuple(
+                    _row(pid, uuid, used, kind, info.get(pid, _UNSEEN), own_pid) for pid, (used, kind) in procs.items()
+                )
+                device = replace(device, processes=rows)
+            devices.append(device)
+        return Snapshot(
+            taken_at=now,
+            own_pid=own_pid,
+            devices=tuple(devices),
+            driver_version=_static.driver_version,
+            simulated_scenario=simulated,
+            host_pid_namespace=in_host_pid_namespace(),
+        )
+
+
+def _row(pid: int, uuid: str, used: int | None, kind: ProcessKind, host: HostInfo, own_pid: int) -> GpuProcess:
+    own = pid == own_pid
+    return GpuProcess(pid, uuid, used, kind, host.name, host.user, host.cpu_percent, own, True if own else host.local)

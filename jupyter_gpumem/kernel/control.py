@@ -1,0 +1,320 @@
+"""The kernel's GPU memory policy: recorded, applied to the frameworks at the right moment, published
+as one immutable State.
+
+Order of events a user meets:
+- %gpumem before the framework is imported: the policy is recorded, the variables the framework reads
+  at import are set, and the import watch applies the rest the moment `import tensorflow` completes.
+- imported but not initialised: applied at once.
+- initialised: nothing changes; the user is told what is in force and how to get what they asked.
+
+Threads: every method but ``read`` runs on the main thread (the magic, the import of a framework) and
+ends by publishing a new State (one reference, replaced whole). The sampler thread calls only
+``read``, which uses the State it finds and never decides targets or plans (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from jupyter_gpumem.budget import limits
+from jupyter_gpumem.budget.attribution import Matcher, listed, pid_stance
+from jupyter_gpumem.budget.config import GpumemConfig, load_config
+from jupyter_gpumem.budget.environ import EnvironmentChanges
+from jupyter_gpumem.budget.frameworks import Allocator, Framework, label
+from jupyter_gpumem.budget.overhead import Calibration, Overhead, estimate
+from jupyter_gpumem.budget.plan import Ceiling, Plan, make_plan
+from jupyter_gpumem.budget.policy import Policy, PolicyError
+from jupyter_gpumem.budget.privacy import Rule, this_user
+from jupyter_gpumem.budget.reading import Reading, reading
+from jupyter_gpumem.budget.state import State
+from jupyter_gpumem.frameworks import ADAPTERS, Adapter
+from jupyter_gpumem.frameworks.choice import referenced_in, targets
+from jupyter_gpumem.gpu.model import Device, Snapshot
+from jupyter_gpumem.gpu.snapshot import take_snapshot
+from jupyter_gpumem.kernel.importhook import ImportWatch, importing
+from jupyter_gpumem.render import messages
+
+
+class Controller:
+    def __init__(
+        self,
+        config: GpumemConfig,
+        *,
+        problems: list[str] | None = None,
+        adapters: Mapping[str, Adapter] | None = None,
+        snapshot: Callable[..., Snapshot] = take_snapshot,
+        referenced: Callable[[str], bool] = lambda module: True,
+        calibration: Calibration | None = None,
+        environment: EnvironmentChanges | None = None,
+    ):
+        """``problems``: configuration sentences to show at load; ``adapters``: every supported framework
+        (name -> adapter, in framework=auto's order); ``snapshot(cpu_window_s=0.0)``: reads NVML (and the
+        host's process table: take_snapshot); ``referenced(module)``:
+        the notebook refers to that module (framework=auto with several imported)."""
+        self.config = config
+        self.ceiling, ceiling_problems = config.ceiling()
+        level, privacy_problems = config.privacy_level()
+        self.privacy = Rule(level, this_user())  # what every surface shows of other users' processes
+        self.problems = [*(problems or []), *ceiling_problems, *privacy_problems]
+        self.adapters = dict(adapters) if adapters is not None else {n: a() for n, a in ADAPTERS.items()}
+        self.calibration = calibration or Calibration()
+        self.matcher = Matcher()  # fed by read(): which listed process is this kernel's, in a container
+        self.snapshot = snapshot
+        self._referenced = referenced
+        self._environment = environment or EnvironmentChanges()
+        every = targets(Policy(), self.adapters, referenced)
+        self.state = self._state(Policy(), None, every, all(a.imported() for a in every))  # load_defaults plans
+        self._imports = ImportWatch(self._on_import)
+        self._imports.watch(a.module for a in self.adapters.values())
+
+    # ------------------------------------------------------------------ main thread: requests
+
+    def load_defaults(self) -> list[str]:
+        """Apply the configured defaults (at extension load); lines to show."""
+        defaults, problems = self.config.defaults()
+        lines = [*self.problems, *problems]
+        # With only a ceiling configured, the ceiling itself becomes each kernel's budget (make_plan).
+        if not defaults.is_empty or self.ceiling != Ceiling():
+            try:
+                lines.extend(self.request(defaults, source="configured defaults"))
+            except PolicyError as error:
+                lines.append(f"The configured defaults were not applied: {error}")
+        return lines
+
+    def request(self, asked: Policy, source: str = "%gpumem") -> list[str]:
+        """Record and, when possible, apply ``asked`` on top of the current policy; lines to show.
+        Raises PolicyError (the sentence) when it cannot hold here; then nothing has changed."""
+        current = self.state
+        policy = current.policy.then(asked)
+        if current.applied and policy == current.policy:
+            return messages.already(policy)
+        adapters = targets(policy, self.adapters, self._referenced)
+        together = all(a.imported() for a in adapters)  # several imported: they share the budget
+        plan = self._plan(policy, self.snapshot(), adapters if together else adapters[:1])
+        if policy.mps:
+            cuda = [a.name for a in self.adapters.values() if a.imported() and a.initialised()]
+            refusal = limits.mps_refusal(plan, self._environment.environ, cuda)
+            if refusal:
+                raise PolicyError(refusal)
+        late = [reason for a in adapters if (reason := a.too_late(plan))]
+        if late:
+            return messages.too_late(adapters, policy, late)
+        state = self._state(policy, plan, adapters, together)
+        if together:
+            lines = self._apply(state)
+        else:
+            self._record(state)
+            installed = len(adapters) > 1 or adapters[0].importable()
+            lines = [*self.cache_problem(), *messages.recorded(state, source, installed)]
+        return [*lines, *(messages.mps_applied(self._environment.environ) if policy.mps else [])]
+
+    def reset(self) -> list[str]:
+        if self.state.applied:
+            return messages.cannot_reset(self.state)
+        if self.state.policy.is_empty:
+            return ["jupyter-gpumem: no policy is recorded; nothing to forget."]
+        forgotten = self.state.policy
+        self._environment.restore()
+        state = self._recorded(Policy(), self.snapshot())
+        self._record(state)
+        return messages.forgotten(forgotten, state)
+
+    def close(self) -> None:
+        """Stop watching imports (the extension is unloaded, or a test is done with this Controller)."""
+        self._imports.stop()
+
+    @property
+    def has_policy(self) -> bool:
+        return self.state.plan is not None
+
+    # ------------------------------------------------------------------ any thread: reading
+
+    def read(self, snapshot: Snapshot) -> Reading:
+        """This kernel's memory on every GPU against the published State. Where the framework has
+        started and tells its pool, the overhead outside the pool is measured (and remembered for the
+        next kernel). Never starts a framework: its figures are read only once it has started."""
+        state = self.state  # one State for the whole reading, whatever the main thread publishes meanwhile
+        # A framework whose import is still running on the main thread is left alone: touching the
+        # half-made module from this thread can break that import.
+        started = [a for a in state.adapters if a.imported() and not importing(a.module) and a.initialised()]
+        allocators: dict[str, Allocator] = {}
+        if started:
+            uuids = _framework_uuids(state.plan, snapshot)
+            for adapter in started:
+                for uuid, allocator in zip(uuids, adapter.memory_in_use(), strict=False):
+                    known = allocators.get(uuid)
+                    allocators[uuid] = known.plus(allocator) if known else allocator
+        # Every sample goes to the matcher, before the framework starts too: what was listed then did not
+        # "appear" when it started.
+        matches = self.matcher.observe(snapshot, {u: a.pool for u, a in allocators.items()}, allocators.keys())
+        name, version = label(started) if started else (state.framework or "the framework", None)
+        if started:
+            stance = pid_stance(snapshot)
+            confirmed = {  # measured only where NVML lists this kernel (exact or matched), never from an estimate
+                d.uuid: own.bytes
+                for d in snapshot.devices
+                if d.uuid and (own := listed(d, stance, matches.get(d.uuid))) is not None and own.bytes is not None
+            }
+            pools = {uuid: a.pool for uuid, a in allocators.items() if a.pool is not None}
+            self.calibration.observe(snapshot, pools, name, version, owns=confirmed)
+        library_bytes = sum(a.library_bytes for a in started)
+
+        def overhead(device: Device) -> Overhead:
+            measured = self.calibration.measured(device.uuid)
+            remembered = self.calibration.planned(device, snapshot.driver_version, name, version)
+            return measured or remembered or estimate(device, name, library_bytes)
+
+        budgets = {g.uuid: g.budget_bytes for g in state.plan.gpus} if state.plan else {}
+        return reading(
+            snapshot,
+            state,
+            started=bool(started),
+            allocators=allocators,
+            measured=self.calibration.measured,
+            matches=matches,
+            overhead=overhead,
+            limits=limits.read(snapshot, self._environment.environ, budgets),
+            privacy=self.privacy,
+        )
+
+    def framework_uuids(self, reading: Reading) -> list[str]:
+        """The framework's GPUs by NVML uuid, in the framework's order (its GPU:i is the i-th)."""
+        return _framework_uuids(reading.plan, reading.snapshot)
+
+    def cache_problem(self) -> list[str]:
+        """The overhead cache's one warning line, the first time it is asked for; then nothing."""
+        problem, self.calibration.problem = self.calibration.problem, None
+        return [problem] if problem else []
+
+    def status_lines(self, reading: Reading) -> list[str]:
+        """The policy and its plan, how this kernel's memory splits against it now, and which limits are hard."""
+        return [*self.cache_problem(), *messages.status(reading.state, reading), *messages.limit_lines(reading)]
+
+    # ------------------------------------------------------------------ internals
+
+    def _state(self, policy: Policy, plan: Plan | None, adapters: Sequence[Framework], together: bool) -> State:
+        framework = label(adapters, "and" if together else "or")[0]
+        decided = len(adapters) == 1 or any(a.imported() for a in adapters)
+        return State(policy, plan, tuple(adapters), together, framework if decided else None, self.ceiling)
+
+    def _recorded(self, policy: Policy, snapshot: Snapshot | None) -> State:
+        """The State of a recorded (not applied) policy; with a ceiling, even an empty policy has a plan.
+        ``snapshot`` None: read one only if there is something to plan."""
+        adapters = targets(policy, self.adapters, self._referenced)
+        together = all(a.imported() for a in adapters)
+        plan = None
+        if not policy.is_empty or self.ceiling != Ceiling():
+            plan = self._plan(policy, snapshot or self.snapshot(), adapters if together else adapters[:1])
+        return self._state(policy, plan, adapters, together)
+
+    def _record(self, state: State) -> None:
+        """Publish a recorded State and set what its frameworks read at import."""
+        if state.plan is not None:
+            self._set_environment(state.plan, state.adapters)
+        self.state = state
+
+    def _set_environment(self, plan: Plan, adapters: Sequence[Framework]) -> None:
+        """What the frameworks read at import, and what CUDA reads when it starts (mps=on)."""
+        for adapter in adapters:
+            self._environment.set(adapter.environment(plan))
+        if plan.policy.mps:
+            before = self._environment.original(limits.PINNED)
+            self._environment.set(limits.mps_environment(plan, self._environment.environ, before))
+        else:
+            self._environment.put_back(limits.PINNED)
+
+    def _plan(self, policy: Policy, snapshot: Snapshot, adapters: Sequence[Framework]) -> Plan:
+        """The plan for ``policy`` on this snapshot, setting aside on each GPU what an earlier kernel
+        measured there (same GPU model, driver and framework versions), else the estimate: the CUDA
+        context once, and each framework's libraries."""
+        name, version = label(adapters)
+        library_bytes = sum(a.library_bytes for a in adapters)
+
+        def overhead(device: Device) -> Overhead:
+            remembered = self.calibration.planned(device, snapshot.driver_version, name, version)
+            return remembered or estimate(device, name, library_bytes)
+
+        return make_plan(policy, snapshot, overhead, self.ceiling)
+
+    def _apply(self, state: State) -> list[str]:
+        """Apply the State's plan to each of its frameworks; with several, they share each GPU's limit."""
+        assert state.plan is not None
+        share = state.plan.shared(len(state.adapters))
+        notes = []
+        self._set_environment(share, state.adapters)
+        for adapter in state.adapters:
+            notes.extend(adapter.apply(share))
+        self.state = replace(state, applied_at=time.time(), no_gpu=_no_gpu(state.adapters, share))
+        return [*self.cache_problem(), *messages.applied(self.state, share, notes)]
+
+    def _on_import(self, module: str) -> None:
+        """Right after `import <framework>` completed, on the importing thread (the notebook's)."""
+        adapter = next(a for a in self.adapters.values() if a.module == module)
+        state = self.state
+        others = [a for a in self.adapters.values() if a is not adapter]
+        if state.policy.framework == "auto" and any(importing(other.module) for other in others):
+            return  # imported by another framework's import, not by the notebook; its environment is set
+        try:
+            if state.applied:
+                if state.policy.framework == "auto" and adapter not in state.adapters:
+                    print("\n".join(self._apply_too(adapter, state)))
+            elif state.plan is None or adapter not in targets(state.policy, self.adapters, self._referenced):
+                self.state = self._recorded(state.policy, None)  # nothing to apply: only the names change
+            else:
+                plan = self._plan(state.policy, self.snapshot(), [adapter])
+                print("\n".join(self._apply(self._state(state.policy, plan, [adapter], True))))
+        except Exception as error:  # never break the user's import
+            print(
+                f"jupyter-gpumem could not apply {state.policy.describe()} to {adapter.name} "
+                f"({type(error).__name__}: {error}). {adapter.name} runs with its defaults.",
+                file=sys.stderr,
+            )
+
+    def _apply_too(self, adapter: Framework, applied: State) -> list[str]:
+        """A second framework imported after the policy went to the first: it gets the same plan."""
+        assert applied.plan is not None
+        self._set_environment(applied.plan, [adapter])
+        notes = adapter.apply(applied.plan)
+        adapters = [*applied.adapters, adapter]
+        state = replace(
+            self._state(applied.policy, applied.plan, adapters, True),
+            applied_at=applied.applied_at,
+            no_gpu=_no_gpu(adapters, applied.plan),
+        )
+        self.state = state
+        return messages.applied_too(adapter, applied, state, notes)
+
+
+def _no_gpu(adapters: Sequence[Framework], plan: Plan) -> str | None:
+    """Why the plan holds on no GPU, when none of the frameworks it is applied to uses one."""
+    problems = [problem for a in adapters if (problem := a.gpu_problem(plan))]
+    return " ".join(problems) if problems and len(problems) == len(adapters) else None
+
+
+def _framework_uuids(plan: Plan | None, snapshot: Snapshot) -> list[str]:
+    if plan is not None and plan.cuda_visible_devices is not None:
+        return [g.uuid for g in plan.gpus]  # CUDA_VISIBLE_DEVICES (or set_visible_devices): just these, in order
+    return [d.uuid or "" for d in snapshot.devices]
+
+
+def _notebook_namespace() -> dict[str, Any] | None:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return None if shell is None else shell.user_ns
+
+
+_controller: Controller | None = None
+
+
+def controller(shell: Any = None) -> Controller:
+    """This kernel's one Controller, made on first use (configuration read from the shell's config)."""
+    global _controller
+    if _controller is None:
+        config, problems = load_config(shell)
+        _controller = Controller(config, problems=problems, referenced=referenced_in(_notebook_namespace))
+    return _controller

@@ -1,0 +1,130 @@
+"""The `%gpumem` line magic."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any
+
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.display import display
+
+from jupyter_gpumem.budget.policy import PolicyError, parse
+from jupyter_gpumem.kernel.control import Controller, controller
+from jupyter_gpumem.render import html
+from jupyter_gpumem.render.explain import explain
+from jupyter_gpumem.render.text import render
+
+HELP = """\
+%gpumem — GPU memory from inside the notebook
+
+Usage:
+  %gpumem                 the same as %gpumem status
+  %gpumem status          every GPU (name, UUID, total/used/free memory, utilisation) and every
+                          process on it with its GPU memory and CPU%; this kernel is marked.
+                          N/A means the driver cannot tell, which is not zero. Then the policy:
+                          in force, or recorded and waiting for the framework's import, and how
+                          this kernel's memory splits against the budget now.
+  %gpumem key=value ...   set this kernel's GPU memory policy (put it in the first cell). Settings
+                          combine with earlier ones; a fraction and a limit replace each other.
+  %gpumem show            the live view in this cell's output: this kernel against its budget,
+                          a chart and every process on the GPU, updated while other cells run
+                          (the same as the GPU Memory sidebar; jupyter_gpumem.show() returns it)
+  %gpumem explain         why this kernel's memory differs from its budget right now, in its own
+                          numbers (memory outside the allocator, every visible GPU, N/A), and what
+                          to change
+  %gpumem reset           forget a policy that has not been applied yet
+  %gpumem --help          this text (also: %gpumem help, %gpumem -h)
+
+Settings:
+  fraction=0.4            at most 40% of each selected GPU's memory as nvidia-smi counts it: the
+                          framework's allocator gets the budget minus the CUDA context and
+                          libraries, which live outside its limit (estimated per GPU generation, or
+                          what an earlier kernel measured on this GPU model; shown).
+  limit=6GiB              the same as an absolute budget per GPU (GiB, MiB, GB or MB).
+  growth=on|off           allocate on demand (with a fraction or limit: grow up to it).
+                          TensorFlow and JAX: off takes the pool at start. PyTorch always
+                          allocates on demand: on turns on expandable segments.
+  gpus=1 | gpus=0,2 | gpus=GPU-<uuid> | gpus=none
+                          the only GPUs this kernel may touch; the others stay free of it.
+  threads=2               CPU threads for TensorFlow and PyTorch (intra-op and inter-op); or
+  intra=4 inter=1         each on its own.
+  framework=auto|tensorflow|pytorch|jax
+                          auto (default): the frameworks imported (several share the budget), else
+                          the one installed; with several installed, whichever is imported.
+  strict=off              the frameworks' raw meaning: cap the allocator pool only.
+  mps=on                  where an MPS server is in use, also make the budget this process's MPS
+                          pinned memory limit (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT): a hard cap, set
+                          before CUDA starts. Without it the budget is cooperative (docs/containers.md).
+
+Examples:
+  %gpumem fraction=0.5 gpus=1     # half of GPU 1 as nvidia-smi counts it, nothing of GPU 0
+  %gpumem threads=1 growth=on     # many jobs on one GPU, about one CPU core each
+  %gpumem limit=6GiB
+
+Out of memory? After a GPU out-of-memory error the cell shows what did not fit and the batch size that
+would; jupyter_gpumem.batched(model.evaluate, x, y) then runs it in batches for you.
+
+Too late? Once the framework has started (its first op), its settings are fixed: %gpumem says what is
+in force and changes nothing. Restart the kernel and run %gpumem first.
+
+Administrators set defaults and ceilings with JUPYTER_GPUMEM_* variables or c.GpumemConfig
+(docs/configuration.md). From code: jupyter_gpumem.take_snapshot() returns the status figures.
+"""
+
+# How long a one-off status call watches new processes to give them a CPU% figure.
+STATUS_CPU_WINDOW_S = 0.2
+
+
+@magics_class
+class GpumemMagics(Magics):
+    def __init__(self, shell: Any = None, control: Controller | None = None):
+        """``control``: the Controller to drive; by default the kernel's one (control.controller)."""
+        super().__init__(shell)
+        self._control = control
+
+    @property
+    def control(self) -> Controller:
+        return self._control or controller(self.shell)
+
+    @line_magic
+    def gpumem(self, line: str) -> None:
+        """GPU memory status, and this kernel's GPU memory policy (fraction, limit, growth, gpus, threads).
+        Run `%gpumem --help` for every subcommand and setting."""
+        try:
+            words = shlex.split(line)
+        except ValueError as error:
+            _refuse(f"%gpumem could not read its arguments ({error}). Run %gpumem --help for the accepted forms.")
+            return
+        command = words[0] if words else "status"
+        control = self.control
+        if command in ("--help", "-h", "help") and len(words) <= 1:
+            print(HELP)
+        elif command == "status" and len(words) <= 1:
+            snapshot = control.snapshot(cpu_window_s=STATUS_CPU_WINDOW_S)
+            reading = control.read(snapshot)
+            lines = control.status_lines(reading) if not snapshot.problem or control.has_policy else []
+            text = "\n".join([render(snapshot, reading), *lines])
+            display(html.status(snapshot, reading, text, lines))  # type: ignore[no-untyped-call]
+        elif command == "explain" and len(words) <= 1:
+            display(html.explain(explain(control.read(control.snapshot()))))  # type: ignore[no-untyped-call]
+        elif command == "show" and len(words) <= 1:
+            from jupyter_gpumem.kernel.widget import show
+
+            show(shell=self.shell, display_now=True)
+        elif command == "reset" and len(words) <= 1:
+            print("\n".join(control.reset()))
+        elif all("=" in word for word in words):
+            try:
+                print("\n".join(control.request(parse(words))))
+            except PolicyError as error:
+                _refuse(f"{error} Nothing was changed.")
+        else:
+            _refuse(
+                f"%gpumem does not know {' '.join(words)!r}. It accepts: status, explain, reset, show, "
+                "key=value settings, --help. Run %gpumem --help for details."
+            )
+
+
+def _refuse(sentence: str) -> None:
+    print(sentence, file=sys.stderr)

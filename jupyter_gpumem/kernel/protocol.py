@@ -1,0 +1,157 @@
+"""The comm protocol between a kernel and the sidebar, version 1 (docs/protocol.md).
+
+Kernel to sidebar: ``hello`` (the comm_open data: settings and the history to replay), then one
+``sample`` per interval. Sidebar to kernel: ``configure``. Every message is a JSON object carrying
+``"protocol": 1``; anything else is dropped with one warning by whichever side receives it.
+Fixtures in tests/fixtures/protocol/ are checked by the Python and the TypeScript tests alike.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from jupyter_gpumem._version import __version__
+from jupyter_gpumem.budget.attribution import unlisted_bytes
+from jupyter_gpumem.budget.privacy import encode as encode_others
+from jupyter_gpumem.budget.reading import Reading
+from jupyter_gpumem.gpu.model import Device
+from jupyter_gpumem.render import messages
+from jupyter_gpumem.wire.comm import (
+    HISTORY_RANGE_S,
+    INTERVAL_RANGE_S,
+    PROTOCOL,
+    TABLE,
+)
+
+
+class ProtocolError(ValueError):
+    """A message that is not protocol 1; its text says what is wrong with it."""
+
+
+def encode_sample(reading: Reading, notice: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One sample as JSON-ready data; ``notice``: what the server tells this kernel's user now, if anything
+    (publish.Publisher.notice)."""
+    snapshot, state = reading.snapshot, reading.state
+    plan = state.plan
+    hidden = {d.uuid for d in plan.hidden} if plan else set()
+    return {
+        "t": round(snapshot.taken_at, 3),
+        "problem": snapshot.problem,
+        "simulated": snapshot.simulated_scenario,
+        "policy": plan.policy.describe() if plan and not plan.policy.is_empty else None,
+        "policy_state": messages.policy_state(state, reading.started),
+        "policy_note": messages.policy_note(state, reading.started),
+        "framework": state.framework,
+        "framework_started": reading.started,
+        "takes": state.takes,
+        "pid_namespace": reading.stance,
+        "limit_note": messages.limit_note(reading),
+        "gpus": [_encode_device(d, reading, d.uuid in hidden) for d in snapshot.devices],
+        "notice": notice,
+    }
+
+
+def _encode_device(device: Device, reading: Reading, hidden: bool) -> dict[str, Any]:
+    uuid = device.uuid or ""
+    allocator = reading.allocators.get(uuid)
+    split = reading.breakdowns.get(uuid)
+    overhead = split.overhead if split else None
+    own = reading.own(device)
+    limit = reading.limits.gpus.get(uuid)
+    processes, others = reading.shown(device)
+    return {
+        "index": device.index,
+        "uuid": device.uuid,
+        "name": device.name,
+        "lost": device.lost,
+        "hidden": hidden,  # the policy keeps this kernel off it (gpus=)
+        "total_bytes": device.total_bytes,
+        "used_bytes": device.used_bytes,
+        "own_bytes": own.bytes,
+        "own_source": own.source,
+        "own_reason": own.reason,
+        "own_pid": own.pid,
+        "own_candidates": own.candidates,
+        "unlisted_bytes": unlisted_bytes(device, reading.stance),
+        "limit_kind": limit.kind if limit else None,
+        "limit_hard": bool(limit and limit.hard),
+        "limit_bytes": limit.bytes if limit else None,
+        "budget_bytes": split.budget_bytes if split else None,
+        "in_force": bool(split and split.in_force),
+        "pool_bytes": split.pool_bytes if split else None,
+        "pool_known": bool(split and split.pool_known),
+        "overhead_bytes": overhead.bytes if overhead else None,
+        "overhead_source": overhead.source if overhead else None,
+        "over_reason": split.reason if split else None,
+        "framework_bytes": allocator.in_use if allocator else None,
+        "framework_peak_bytes": allocator.peak if allocator else None,
+        "processes_known": device.processes_known,
+        "processes": [
+            {
+                "pid": p.pid,
+                "name": p.name,
+                "user": p.user,
+                "used_bytes": p.used_bytes,
+                "cpu_percent": None if p.cpu_percent is None else round(p.cpu_percent, 1),
+                "self": p.is_self,
+                "local": p.local,
+                # Seen by the host but its CPU% not measured yet (the first refresh): not the same as N/A.
+                "cpu_pending": bool(p.local) and p.cpu_percent is None,
+            }
+            for p in processes
+        ],
+        "others": encode_others(others),  # other users' processes, where privacy does not list them
+    }
+
+
+def figures_only(sample: dict[str, Any]) -> dict[str, Any]:
+    """The sample as history keeps it: the charted figures, without the process table."""
+    gpus = [{k: v for k, v in g.items() if k not in TABLE} for g in sample["gpus"]]
+    return {**{k: v for k, v in sample.items() if k != "notice"}, "gpus": gpus}
+
+
+def hello(interval_s: float, history_s: float, history: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "protocol": PROTOCOL,
+        "type": "hello",
+        "package_version": __version__,
+        "interval_s": interval_s,
+        "history_s": history_s,
+        "history": history,
+    }
+
+
+def sample_message(sample: dict[str, Any]) -> dict[str, Any]:
+    return {"protocol": PROTOCOL, "type": "sample", "sample": sample}
+
+
+@dataclass(frozen=True)
+class Configure:
+    interval_s: float
+    history_s: float
+
+
+def check_settings(interval_s: Any, history_s: Any) -> Configure:
+    """Raises ProtocolError unless both are numbers within the documented ranges."""
+    for name, value, (low, high) in (
+        ("interval_s", interval_s, INTERVAL_RANGE_S),
+        ("history_s", history_s, HISTORY_RANGE_S),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ProtocolError(f"{name} must be a number of seconds, not {value!r}")
+        if not low <= value <= high:
+            raise ProtocolError(f"{name}={value:g} is outside {low:g}-{high:g} s")
+    return Configure(float(interval_s), float(history_s))
+
+
+def parse_request(data: Any) -> Configure:
+    """A message from the sidebar. Raises ProtocolError (what is wrong) for anything but protocol 1."""
+    if not isinstance(data, dict):
+        raise ProtocolError(f"expected a JSON object, got {type(data).__name__}")
+    if data.get("protocol") != PROTOCOL:
+        raise ProtocolError(f"protocol {data.get('protocol')!r} is not {PROTOCOL}")
+    if data.get("type") != "configure":
+        raise ProtocolError(f"unknown message type {data.get('type')!r}")
+    return check_settings(data.get("interval_s"), data.get("history_s"))

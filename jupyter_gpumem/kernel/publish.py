@@ -1,0 +1,130 @@
+"""What a kernel tells its Jupyter server about its GPU memory, without either ever waiting on the other.
+
+The kernel's sampler thread replaces a small JSON file beside the kernel's connection file:
+``<runtime dir>/jupyter-gpumem/kernel-<id>.json`` for ``<runtime dir>/kernel-<id>.json``. The server
+extension reads these on its own thread. A busy kernel (a cell running) keeps sampling on its own
+thread; a busy server reads the files later; neither sends the other a message that waits in a
+queue. The runtime directory is the user's own (mode 0700), so other users cannot read it.
+
+The file (docs/server.md):
+
+    {"protocol": 1, "type": "report", "pid": 4242, "package_version": "0.1.0", "t": 1763740800.0,
+     "oom_errors_total": 0, "ceiling": {"max_fraction": 0.25, "max_limit_bytes": null},
+     "idle_since": 1763740500.0, "sample": <a protocol sample without process tables (docs/protocol.md)>}
+
+``idle_since``: when the user's last cell finished (or the extension loaded, if none has run since); null
+while a cell runs. The server cannot tell this itself: every message the kernel sends, the sidebar's samples
+too, counts as activity to jupyter_server, so a kernel followed by a sidebar never looks idle there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from jupyter_gpumem._version import __version__
+from jupyter_gpumem.budget.plan import Ceiling
+from jupyter_gpumem.gpu.files import replace_json
+from jupyter_gpumem.kernel.protocol import figures_only
+from jupyter_gpumem.wire.comm import PROTOCOL
+from jupyter_gpumem.wire.report import HEARTBEAT_S, notice_beside, report_path
+
+
+def kernel_report_path() -> Path | None:
+    """This kernel's report file; None outside an ipykernel (plain IPython, a script)."""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        return report_path(get_connection_file())
+    except Exception:  # not in a kernel, or a kernel without a connection file
+        return None
+
+
+class Activity:
+    """When the user last ran code here: IPython's ``pre_run_cell`` and ``post_run_cell`` (registered by
+    load_ipython_extension). Silent executions, such as the sidebar's request to stream, fire neither."""
+
+    def __init__(self) -> None:
+        self.idle_since: float | None = time.time()
+
+    def started(self, info: Any = None) -> None:
+        self.idle_since = None
+
+    def finished(self, result: Any = None) -> None:
+        self.idle_since = time.time()
+
+
+class Publisher:
+    """Writes the report when what it says changes, and at least every HEARTBEAT_S."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.activity = Activity()
+        self._last: dict[str, Any] | None = None
+        self._written_at = 0.0
+        self._notice_stamp: tuple[int, int] | None = None
+        self._notice: dict[str, Any] | None = None
+
+    def publish(self, sample: dict[str, Any], ceiling: Ceiling, oom_errors: int) -> None:
+        report = {
+            "protocol": PROTOCOL,
+            "type": "report",
+            "pid": os.getpid(),
+            "package_version": __version__,
+            "oom_errors_total": oom_errors,
+            "ceiling": {"max_fraction": ceiling.max_fraction, "max_limit_bytes": ceiling.max_limit_bytes},
+            "idle_since": self.activity.idle_since,
+            "sample": figures_only(sample),
+        }
+        now = float(sample["t"])
+        unchanged = self._last is not None and _without_time(report) == _without_time(self._last)
+        if unchanged and now - self._written_at < HEARTBEAT_S:
+            return
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        replace_json(self.path, {**report, "t": now}, durable=False, separators=(",", ":"))
+        self._last, self._written_at = report, now
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+    def notice(self) -> dict[str, Any] | None:
+        """What the server's notice beside the report says now (``notice_path``), as the sample carries it
+        (docs/protocol.md); None: there is none. Read again only when the file changes."""
+        path = notice_beside(self.path)
+        try:
+            found = path.stat()  # one stat a sample; the file is read only when it changed
+            stamp: tuple[int, int] | None = (found.st_mtime_ns, found.st_size)
+        except OSError:
+            stamp = None
+        if stamp != self._notice_stamp:
+            self._notice_stamp, self._notice = stamp, _read_notice(path) if stamp else None
+        return self._notice
+
+
+NOTICE_KINDS = ("idle_warning", "idle_shutdown")
+
+
+def _read_notice(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):  # gone meanwhile, or being written by a server without replace_json
+        return None
+    if not isinstance(data, dict) or data.get("protocol") != PROTOCOL or data.get("type") != "notice":
+        return None
+    kind, text, t, at = data.get("kind"), data.get("text"), data.get("t"), data.get("shutdown_at")
+    if kind not in NOTICE_KINDS or not isinstance(text, str) or not _number(t) or not (at is None or _number(at)):
+        return None
+    return {"kind": kind, "text": text, "t": t, "shutdown_at": at}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _without_time(report: dict[str, Any]) -> dict[str, Any]:
+    return {**report, "sample": {**report["sample"], "t": None}}

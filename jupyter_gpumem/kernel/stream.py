@@ -1,0 +1,155 @@
+"""The kernel's one sampler thread, and where each sample goes: the JupyterLab sidebar's comm, the inline
+views in cell outputs (widget.py), the notebook's warnings (alerts.py), and the report the Jupyter server
+reads (publish.py).
+
+In a kernel, loading the extension starts the sampler and the report. The sidebar runs
+``jupyter_gpumem._connect_sidebar(...)`` silently when it starts following a kernel. That opens a
+fresh comm (closing the previous one: every open frontend gets the new comm_open and follows it),
+replays the history in its ``hello`` and streams a ``sample`` per interval from the sampler thread.
+Comms are opened and closed on the main thread only; ipykernel (>= 6, not 7.0.x) lets the sampler
+thread send.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+import comm
+
+from jupyter_gpumem.budget.reading import Reading
+from jupyter_gpumem.gpu.snapshot import take_snapshot
+from jupyter_gpumem.kernel import advisor, protocol
+from jupyter_gpumem.kernel.alerts import Alerts
+from jupyter_gpumem.kernel.control import Controller, controller
+from jupyter_gpumem.kernel.publish import Publisher
+from jupyter_gpumem.kernel.sampler import Sampler
+from jupyter_gpumem.wire.comm import TARGET
+
+log = logging.getLogger("jupyter_gpumem")
+V = TypeVar("V")
+
+
+class Tick(NamedTuple):
+    """One interval's reading, and the same as the protocol sends it."""
+
+    reading: Reading
+    sample: dict[str, Any]
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        return protocol.figures_only(self.sample)
+
+
+class Stream:
+    def __init__(self, control: Controller):
+        self.control = control
+        self.comm: Any = None
+        self.publisher: Publisher | None = None
+        self.alerts = Alerts()
+        self.sampler: Sampler[Tick] = Sampler(self.take, self._deliver, keep=lambda tick: tick.figures)
+        # The inline views (widget.py): added and removed on the main thread, fed by the sampler thread.
+        self._views: tuple[Any, ...] = ()
+        self._views_lock = threading.Lock()
+
+    def take(self) -> Tick:
+        """One sample: NVML, the budget, and the framework's allocator figures if (and only if) its
+        runtime has already started: the sampler must never be what starts it (Controller.read)."""
+        reading = self.control.read(take_snapshot())
+        notice = self.publisher.notice() if self.publisher is not None else None
+        return Tick(reading, protocol.encode_sample(reading, notice))
+
+    def connect(self, interval_s: float, history_s: float) -> None:
+        settings = protocol.check_settings(interval_s, history_s)
+        self.sampler.configure(settings.interval_s, settings.history_s)
+        if self.comm is not None:
+            self.comm.close()
+        hello = protocol.hello(self.sampler.interval_s, self.sampler.history_s, self.sampler.history())
+        opened = comm.create_comm(target_name=TARGET, data=hello)
+        opened.on_msg(self._on_msg)
+        opened.on_close(lambda message: self._closed(opened))
+        self.comm = opened
+        self.sampler.start()
+
+    def stop(self) -> None:
+        """The kernel is going away: each inline view leaves its last picture in its outputs (a notebook saved
+        after this shows it, not a widget whose model died with the kernel), then sampling stops."""
+        for view in self.views:
+            try:
+                view.close()
+            except Exception:  # the channels may be closing already: the picture is lost, not the shutdown
+                log.debug("jupyter-gpumem: an inline view could not leave its picture", exc_info=True)
+        self.sampler.stop()
+        self.comm = None  # the kernel is going away; its channels may already be closed
+        if self.publisher is not None:
+            self.publisher.remove()
+
+    def publish_to(self, path: Path) -> Publisher:
+        """Also report every sample to the Jupyter server (publish.py), from now on: sampling starts."""
+        self.publisher = Publisher(path)
+        self.sampler.start()
+        return self.publisher
+
+    def add_view(self, make: Callable[[Stream, list[dict[str, Any]], dict[str, Any] | None], V]) -> V:
+        """A new inline view (the main thread): made with the history to replay and a sample taken now (the
+        cell may just have changed the policy), then fed every sample until remove_view."""
+        view = make(self, self.sampler.history(), self.take().sample)
+        with self._views_lock:
+            self._views = (*self._views, view)
+        self.sampler.start()
+        return view
+
+    def remove_view(self, view: Any) -> None:
+        with self._views_lock:
+            self._views = tuple(v for v in self._views if v is not view)
+
+    @property
+    def views(self) -> tuple[Any, ...]:
+        return self._views
+
+    def _deliver(self, tick: Tick) -> None:
+        channel = self.comm
+        if channel is not None:
+            channel.send(protocol.sample_message(tick.sample))
+        for view in self._views:  # a tuple replaced whole: a view added or removed meanwhile is safe
+            try:
+                view.update(tick.sample)
+            except Exception:  # one broken view must not stop the others, the sidebar or the warnings
+                log.exception("jupyter-gpumem: updating an inline view failed; that view stops updating")
+                self.remove_view(view)
+        if self.publisher is not None:
+            self.publisher.publish(tick.sample, self.control.ceiling, advisor.errors)
+        warnings = self.alerts.check(tick.reading)
+        if warnings:
+            # From this thread ipykernel shows it in the cell that is running (or ran last).
+            print("\n".join(warnings), file=sys.stderr, flush=True)
+
+    def _on_msg(self, message: dict[str, Any]) -> None:
+        try:
+            settings = protocol.parse_request(message.get("content", {}).get("data"))
+        except protocol.ProtocolError as error:
+            log.warning("jupyter-gpumem: dropped a message from the sidebar: %s", error)
+            return
+        self.sampler.configure(settings.interval_s, settings.history_s)
+
+    def _closed(self, closed: Any) -> None:
+        # A frontend closed it. The sampler keeps sampling, so the next connect replays the history.
+        if self.comm is closed:
+            self.comm = None
+
+
+_stream: Stream | None = None
+
+
+def stream(shell: Any = None) -> Stream:
+    """This kernel's one Stream, made on first use."""
+    global _stream
+    if _stream is None:
+        _stream = Stream(controller(shell))
+        atexit.register(_stream.stop)
+    return _stream

@@ -1,0 +1,166 @@
+"""The `%gpumem status` table: plain text that reads the same in a notebook and a terminal."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+
+from jupyter_gpumem.budget.attribution import PidStance, pid_stance, unlisted_bytes
+from jupyter_gpumem.budget.privacy import others_line
+from jupyter_gpumem.budget.reading import Reading
+from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
+from jupyter_gpumem.units import format_bytes, format_percent, format_total
+
+_PROCESS_HEADER = f"{'PID':>8}  {'USER':<12} {'GPU MEMORY':>10}  {'CPU%':>5}  {'TYPE':<8}  NAME"
+_INDENT = "       "
+
+LOST = (
+    "LOST: the driver reports this GPU has fallen off the bus (NVML_ERROR_GPU_IS_LOST). It needs a reset "
+    "(nvidia-smi -r) or a reboot; the other GPUs read as usual."
+)
+NA_MEMORY = (
+    "N/A memory: the driver cannot tell per-process memory on this GPU (Windows WDDM, some MIG setups); "
+    "it is unknown, not zero."
+)
+
+
+def printable(text: str) -> str:
+    """Text from the GPU host (process names, users) with control characters made visible, so a
+    hostile name cannot forge lines or colours in the output."""
+    return "".join(c if unicodedata.category(c)[0] != "C" else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def _process_line(proc: GpuProcess, matched: int | None) -> str:
+    cpu = "N/A" if proc.cpu_percent is None else f"{proc.cpu_percent:.0f}"
+    user = printable(proc.user) if proc.user else "N/A"
+    name = printable(proc.name) if proc.name else "N/A"
+    mark = "  <- this kernel" if proc.is_self else "  <- this kernel (matched)" if proc.pid == matched else ""
+    return f"{proc.pid:>8}  {user[:12]:<12} {format_bytes(proc.used_bytes):>10}  {cpu:>5}  {proc.kind:<8}  {name}{mark}"
+
+
+def _device_lines(device: Device, stance: PidStance | None, reading: Reading | None) -> list[str]:
+    title = printable(device.name or "unknown GPU")
+    uuid = printable(device.uuid or "uuid unknown")
+    lines = [f"GPU {device.index:<2} {title}  ·  {uuid}"]
+    if device.lost:
+        lines.append(_INDENT + LOST)
+        return lines
+    util = (
+        f"{device.utilization_percent}%"
+        if device.utilization_percent is not None
+        else "N/A (not reported in MIG mode)"
+        if device.mig_enabled
+        else "N/A"
+    )
+    lines.append(
+        f"{_INDENT}memory {format_bytes(device.used_bytes)} used of {format_total(device.total_bytes)}"
+        f" ({format_percent(device.used_bytes, device.total_bytes)})"
+        f" · {format_bytes(device.free_bytes)} free · utilisation {util}"
+    )
+    for slot, mig in enumerate(device.mig_devices):
+        lines.append(
+            f"{_INDENT}MIG {slot}  {printable(mig.uuid or 'uuid unknown')}  "
+            f"{format_bytes(mig.used_bytes)} used of {format_bytes(mig.total_bytes)}"
+        )
+    processes, others = reading.shown(device) if reading else (device.processes, None)
+    if not device.processes_known:
+        lines.append(f"{_INDENT}processes: the driver does not report them on this GPU")
+    elif not device.processes:
+        lines.append(f"{_INDENT}no processes")
+    elif processes:
+        lines.append(_INDENT + _PROCESS_HEADER)
+        # Largest first; N/A last, since unknown is not small.
+        rows = sorted(processes, key=lambda p: -1 if p.used_bytes is None else p.used_bytes, reverse=True)
+        own = reading.own(device) if reading else None
+        matched = own.pid if own and own.source == "matched" else None
+        lines.extend(_INDENT + _process_line(p, matched) for p in rows)
+    if others and others.processes:
+        lines.append(_INDENT + printable(others_line(others, format_bytes)))
+    if any(p.used_bytes is None for p in device.processes):
+        lines.append(_INDENT + NA_MEMORY)
+    hidden = unlisted_bytes(device, stance)
+    if hidden is not None:
+        lines.append(_INDENT + unlisted_note(hidden, stance))
+    return lines
+
+
+def unlisted_note(hidden: int, stance: PidStance | None) -> str:
+    whose = (
+        "the driver hides other containers' processes"
+        if stance == "translated"
+        else "processes the driver does not list (other containers', perhaps this one's)"
+    )
+    return f"not listed: {format_bytes(hidden)} in use that no listed process accounts for: {whose}"
+
+
+def render(snapshot: Snapshot, reading: Reading | None = None) -> str:
+    """The table; with a Reading (of this snapshot), also this kernel's own memory where NVML does not list
+    it under its PID: matched, estimated or unknown, and why."""
+    if snapshot.problem:
+        return snapshot.problem
+    driver = printable(snapshot.driver_version or "version unknown")
+    lines = [f"jupyter-gpumem · NVIDIA driver {driver} · this kernel: pid {snapshot.own_pid}"]
+    if snapshot.simulated_scenario:
+        scenario = printable(os.path.basename(snapshot.simulated_scenario))
+        lines.append(f"SIMULATED GPU: stand-in NVML, scenario {scenario}; no real GPU or driver is involved.")
+    if not snapshot.devices:
+        lines.append("The NVIDIA driver is loaded but reports no GPUs.")
+    stance = pid_stance(snapshot)
+    for device in snapshot.devices:
+        lines.append("")
+        lines.extend(_device_lines(device, stance, reading))
+    kernel = kernel_lines(snapshot, stance, reading)
+    if kernel:
+        lines.append("")
+        lines.extend(kernel)
+    return "\n".join(lines)
+
+
+def kernel_lines(snapshot: Snapshot, stance: PidStance | None, reading: Reading | None) -> list[str]:
+    """Where this kernel stands towards NVML's PIDs (docs/containers.md), and its figure per GPU where NVML
+    does not list it under its own PID."""
+    this = f"This kernel (pid {snapshot.own_pid})"
+    owns = [(d, reading.own(d)) for d in snapshot.devices if not d.lost] if reading else []
+    estimated = any(own.source == "estimated" for _, own in owns)
+    if stance == "untranslated":
+        lines = [
+            f"{this} runs in a container whose PIDs the driver does not translate: none of the PIDs NVML lists "
+            "is a process of this container (they are missing here, or run other programs). So its own memory is "
+            "matched, estimated or unknown, never taken for 0. For exact figures: a driver that translates PIDs "
+            "into containers, or the host's PID namespace (--pid=host, hostPID: true; docs/containers.md)."
+        ]
+    elif stance == "unlisted" and estimated:
+        lines = [
+            f"{this} runs in a container whose processes the driver does not list: its framework holds GPU "
+            "memory, and NVML lists no process of this container. So its own memory is estimated or unknown "
+            "(docs/containers.md)."
+        ]
+    elif stance == "unlisted":
+        lines = [
+            f"{this} runs in a container (a PID namespace of its own), and NVML lists no process of it: the "
+            "driver hides this container's processes, or none of them has used a GPU yet. So its own memory is "
+            "estimated (once its framework has started) or unknown (docs/containers.md)."
+        ]
+    elif stance == "translated":
+        lines = [
+            f"{this} runs in a container, and the driver lists processes by the container's own PIDs, so its "
+            "figures are exact" + ("." if snapshot.own_processes else "; it holds no GPU memory that NVML can see.")
+        ]
+    elif stance == "host" and not snapshot.own_processes:
+        lines = [
+            f"{this} holds no GPU memory that NVML can see: NVML lists the processes of this PID namespace, and "
+            "not this kernel."
+        ]
+    else:
+        lines = []
+    for device, own in owns:
+        if own.source == "exact" or (own.source == "unknown" and own.pid is not None):
+            continue  # the table shows it (N/A included)
+        if own.source == "matched":
+            told = f"this kernel holds {format_bytes(own.bytes)} (matched: {own.reason})"
+        elif own.source == "estimated":
+            told = f"this kernel holds about {format_bytes(own.bytes)} (estimated: {own.reason})"
+        else:
+            told = f"this kernel's memory is unknown, not 0: {own.because}"
+        lines.append(f"  GPU {device.index}: {printable(told)}.")
+    return lines

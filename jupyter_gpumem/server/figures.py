@@ -1,0 +1,298 @@
+"""What the server knows of its GPUs and kernels at one moment: immutable Figures, made anew each interval.
+
+Three sources, each for what it knows best. The server's own NVML reading says how much memory each
+process holds, as nvidia-smi counts it. The kernel manager says which processes are which kernels.
+Each kernel's report (publish.py) says its budget, policy, framework and allocator figures. The
+metrics and the JSON API only render a Figures; they never read or decide anything themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+from jupyter_gpumem.budget.privacy import LEVELS, Level
+from jupyter_gpumem.gpu.model import Device, Snapshot
+
+Status = Literal["reporting", "stale", "not_reporting"]
+
+
+Privacy = Level  # the kernel's levels, the same words (privacy.py)
+PRIVACY = LEVELS
+
+
+class OtherProcess(NamedTuple):
+    """A process of none of this server's kernels, shown only where the administrator chose ``names`` or
+    ``list`` (``GpumemServer.privacy``): never its command line."""
+
+    pid: int
+    user: str | None  # its Unix user, where the host's process table shows it
+    used_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    index: int
+    uuid: str | None
+    name: str | None
+    lost: bool
+    total_bytes: int | None
+    used_bytes: int | None
+    utilization_percent: int | None
+    processes_known: bool  # False: the driver refused the process query, so nothing per process is known
+    other_processes: int | None  # processes of none of this server's kernels
+    other_bytes: int | None  # their memory; None when the driver cannot tell for one of them (N/A)
+    others: tuple[OtherProcess, ...] = ()  # each of them; empty unless the privacy setting shows them
+
+
+@dataclass(frozen=True, slots=True)
+class KernelGpu:
+    """One kernel on one GPU: NVML's figure for its processes, and what its report says."""
+
+    index: int
+    uuid: str
+    used_bytes: int | None  # its processes as nvidia-smi counts them; None: none listed, or N/A
+    budget_bytes: int | None
+    in_force: bool
+    over_budget: bool | None  # used_bytes > budget_bytes; None unless both are known
+    pool_bytes: int | None
+    pool_known: bool
+    overhead_bytes: int | None
+    overhead_source: str | None
+    framework_bytes: int | None
+    framework_peak_bytes: int | None
+    own_bytes: int | None  # the kernel's own figure, as it attributes it (docs/containers.md)
+    own_source: str | None  # exact | matched | estimated | unknown
+    limit_kind: str | None  # mig | mps | cooperative
+    limit_hard: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    id: str
+    pid: int | None  # the kernel manager's
+    status: Status  # reporting: its report is fresh; stale: too old to use; not_reporting: none (or unreadable)
+    report_age_s: float | None
+    package_version: str | None
+    policy: str | None
+    policy_state: str | None
+    policy_note: str | None
+    framework: str | None
+    framework_started: bool
+    oom_errors_total: int | None
+    max_fraction: float | None
+    max_limit_bytes: int | None
+    gpus: tuple[KernelGpu, ...]
+    execution_state: str | None = None  # the server's kernel manager: idle, busy, starting, ...
+    # When it last ran code (time.time()): its report's idle_since (publish.py), the kernel's own word, where
+    # it reports; else its last message on any channel as the server saw it, which the sidebar's samples move.
+    last_activity: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    t: float | None  # when the server read NVML (time.time()); None before its first reading
+    problem: str | None  # NVML could not be read at all: the sentence why
+    driver_version: str | None
+    simulated: str | None  # the stand-in NVML's scenario, never a real driver
+    gpus: tuple[Gpu, ...]
+    kernels: tuple[Kernel, ...]
+    privacy: Privacy = "aggregate"  # what is shown of other processes: GpumemServer.privacy
+
+
+EMPTY = Figures(t=None, problem=None, driver_version=None, simulated=None, gpus=(), kernels=())
+
+
+@dataclass(frozen=True, slots=True)
+class KernelSource:
+    """What the server's thread found for one kernel before it makes the Figures."""
+
+    id: str
+    pid: int | None  # from the kernel manager
+    report: Any  # its report file's JSON; None when there is none or it could not be read
+    execution_state: str | None = None
+    last_activity: float | None = None
+
+
+def make_figures(
+    snapshot: Snapshot,
+    kernels: Sequence[KernelSource],
+    now: float,
+    stale_after_s: float,
+    privacy: Privacy = "aggregate",
+) -> Figures:
+    """The Figures of one NVML snapshot and the kernels' reports read just after it."""
+    reports = {k.id: _judge(k.report, now, stale_after_s) for k in kernels}
+    owner: dict[int, str] = {}  # pid -> kernel id
+    for kernel in kernels:
+        status, report = reports[kernel.id]
+        # The manager's pid, and the kernel's own word for it (they differ when a wrapper started it).
+        for pid in (kernel.pid, _int(report, "pid") if status == "reporting" else None):
+            if pid is not None:
+                owner.setdefault(pid, kernel.id)
+    held = [_held(device, owner) for device in snapshot.devices]
+    return Figures(
+        t=snapshot.taken_at,
+        problem=snapshot.problem,
+        driver_version=snapshot.driver_version,
+        simulated=snapshot.simulated_scenario,
+        gpus=tuple(_gpu(device, by, owner, privacy) for device, by in zip(snapshot.devices, held, strict=True)),
+        kernels=tuple(
+            _kernel(kernel, reports[kernel.id], snapshot.devices, held, now)
+            for kernel in sorted(kernels, key=lambda k: k.id)
+        ),
+        privacy=privacy,
+    )
+
+
+def _held(device: Device, owner: Mapping[int, str]) -> dict[str | None, list[int | None]]:
+    """The memory of the GPU's processes by kernel id; None: those of no kernel of this server."""
+    held: dict[str | None, list[int | None]] = {}
+    for process in device.processes:
+        held.setdefault(owner.get(process.pid), []).append(process.used_bytes)
+    return held
+
+
+def _judge(data: Any, now: float, stale_after_s: float) -> tuple[Status, Mapping[str, Any]]:
+    """Whether a kernel's report can be used, and the report."""
+    if not isinstance(data, dict) or data.get("protocol") != 1 or data.get("type") != "report":
+        return "not_reporting", {}
+    t = _number(data, "t")
+    if t is None or not isinstance(data.get("sample"), dict):
+        return "not_reporting", {}
+    return ("stale" if now - t > stale_after_s else "reporting"), data
+
+
+def _gpu(
+    device: Device, held: Mapping[str | None, list[int | None]], owner: Mapping[int, str], privacy: Privacy
+) -> Gpu:
+    others = held.get(None, [])
+    known = device.processes_known and not device.lost
+    listed = (
+        tuple(OtherProcess(p.pid, p.user, p.used_bytes) for p in device.processes if p.pid not in owner)
+        if known and privacy != "aggregate"
+        else ()
+    )
+    return Gpu(
+        index=device.index,
+        uuid=device.uuid,
+        name=device.name,
+        lost=device.lost,
+        total_bytes=device.total_bytes,
+        used_bytes=device.used_bytes,
+        utilization_percent=device.utilization_percent,
+        processes_known=known,
+        other_processes=len(others) if known else None,
+        other_bytes=_total(others) if known else None,
+        others=listed,
+    )
+
+
+def _kernel(
+    source: KernelSource,
+    judged: tuple[Status, Mapping[str, Any]],
+    devices: Sequence[Device],
+    held: Sequence[Mapping[str | None, list[int | None]]],
+    now: float,
+) -> Kernel:
+    status, report = judged
+    fresh = report if status == "reporting" else {}  # a stale report's figures are not shown as current
+    sample = _mapping(fresh, "sample")
+    ceiling = _mapping(fresh, "ceiling")
+    gpus = sample.get("gpus")
+    said = (
+        {g["uuid"]: g for g in gpus if isinstance(g, dict) and isinstance(g.get("uuid"), str)}
+        if isinstance(gpus, list)
+        else {}
+    )
+    t = _number(report, "t")
+    return Kernel(
+        id=source.id,
+        pid=source.pid,
+        status=status,
+        report_age_s=None if t is None else round(max(0.0, now - t), 3),
+        package_version=_str(fresh, "package_version"),
+        policy=_str(sample, "policy"),
+        policy_state=_str(sample, "policy_state"),
+        policy_note=_str(sample, "policy_note"),
+        framework=_str(sample, "framework"),
+        framework_started=sample.get("framework_started") is True,
+        oom_errors_total=_int(fresh, "oom_errors_total"),
+        max_fraction=_number(ceiling, "max_fraction"),
+        max_limit_bytes=_int(ceiling, "max_limit_bytes"),
+        gpus=tuple(
+            row
+            for device, by in zip(devices, held, strict=True)
+            if (row := _kernel_gpu(device, by.get(source.id, []), said.get(device.uuid, {}))) is not None
+        ),
+        execution_state=source.execution_state,
+        last_activity=_number(fresh, "idle_since") if "idle_since" in fresh else source.last_activity,
+    )
+
+
+def _kernel_gpu(device: Device, own: list[int | None], said: Mapping[str, Any]) -> KernelGpu | None:
+    """The kernel's row on a GPU where it is: NVML lists a process of it there, or its framework reports
+    allocator figures for it. None elsewhere, even with a budget there: a row where it holds nothing tells
+    nothing, and every row costs the server's event loop at each scrape (metrics.py). ``own``: the memory
+    of its processes there."""
+    if device.lost or device.uuid is None:
+        return None
+    pool_known = said.get("pool_known") is True
+    framework = _int(said, "framework_bytes")
+    attributed = _str(said, "own_source") in ("matched", "estimated")  # in a container: the kernel knows better
+    if not own and framework is None and not pool_known and not attributed:
+        return None
+    budget = _int(said, "budget_bytes")
+    # No process listed is not 0: NVML lists none where the kernel holds nothing, and also where its PID is
+    # not the one the driver sees (a container without the host's PID namespace).
+    used = _total(own) if own else None
+    return KernelGpu(
+        index=device.index,
+        uuid=device.uuid,
+        used_bytes=used,
+        budget_bytes=budget,
+        in_force=said.get("in_force") is True,
+        over_budget=None if used is None or budget is None else used > budget,
+        pool_bytes=_int(said, "pool_bytes"),
+        pool_known=pool_known,
+        overhead_bytes=_int(said, "overhead_bytes"),
+        overhead_source=_str(said, "overhead_source"),
+        framework_bytes=framework,
+        framework_peak_bytes=_int(said, "framework_peak_bytes"),
+        own_bytes=_int(said, "own_bytes"),
+        own_source=_str(said, "own_source"),
+        limit_kind=_str(said, "limit_kind"),
+        limit_hard=said.get("limit_hard") is True,
+    )
+
+
+def _total(figures: Sequence[int | None]) -> int | None:
+    """The sum, or None when one of them is not known: a partial sum would pass for the whole."""
+    return None if None in figures else sum(f or 0 for f in figures)
+
+
+# A report is another process's file: every field is checked for its type, and a wrong one is "not known".
+
+
+def _mapping(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _int(data: Mapping[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _number(data: Mapping[str, Any], key: str) -> float | None:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _str(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) else None

@@ -1,0 +1,27 @@
+"""The kernel's report file and the server's notice beside it (docs/server.md): where they are and how
+often the report is rewritten. The kernel writes its report (kernel.publish) and reads the notice; the
+server (server.watcher) reads the report and writes the notice."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+FOLDER = "jupyter-gpumem"
+HEARTBEAT_S = 10.0  # rewritten at least this often, so a reader can tell a live kernel's file
+
+
+def report_path(connection_file: str | os.PathLike[str]) -> Path:
+    """Where the kernel with this connection file reports (the server computes the same)."""
+    connection = Path(connection_file)
+    return connection.parent / FOLDER / connection.name
+
+
+def notice_path(connection_file: str | os.PathLike[str]) -> Path:
+    """Where the server leaves a notice for the kernel with this connection file (docs/server.md): beside its
+    report, ``kernel-<id>.notice.json``. The server writes it; the kernel reads it and shows it."""
+    return notice_beside(report_path(connection_file))
+
+
+def notice_beside(report: Path) -> Path:
+    return report.with_name(report.stem + ".notice.json")

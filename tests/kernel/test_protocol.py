@@ -1,0 +1,80 @@
+"""The protocol fixtures (tests/fixtures/protocol/) are what the kernel emits and accepts; the
+TypeScript tests (tests/ts/) parse the very same files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from protocol_fixtures import lost_sample, no_driver_sample, s1_sample
+
+from jupyter_gpumem.kernel import protocol
+from jupyter_gpumem.units import MiB
+
+PROTOCOL_FIXTURES = Path(__file__).parents[1] / "fixtures" / "protocol"
+MALFORMED = sorted((PROTOCOL_FIXTURES / "malformed").glob("*.json"))
+
+
+def fixture(name):
+    return json.loads((PROTOCOL_FIXTURES / name).read_text())
+
+
+def test_the_encoder_emits_the_sample_fixtures_exactly():
+    assert protocol.sample_message(s1_sample()) == fixture("sample.json")
+    assert protocol.sample_message(lost_sample()) == fixture("sample_lost_gpu.json")
+    assert protocol.sample_message(no_driver_sample()) == fixture("sample_no_driver.json")
+
+
+def test_the_hello_fixture_replays_history_without_process_tables():
+    history = [
+        protocol.figures_only(s1_sample(1763740798.0, 3900 * MiB)),
+        protocol.figures_only(s1_sample(1763740799.0, 4000 * MiB)),
+    ]
+    expected = fixture("hello.json")
+    assert protocol.hello(1.0, 900.0, history) == {**expected, "package_version": protocol.__version__}
+
+
+def test_the_s1_sample_says_budget_hidden_gpu_na_and_hostile_name_as_data():
+    gpu0, gpu1 = fixture("sample.json")["sample"]["gpus"]
+    assert gpu0["hidden"] and gpu0["budget_bytes"] is None
+    assert gpu1["budget_bytes"] == 4096 * MiB and gpu1["own_bytes"] == 4200 * MiB
+    assert [p["used_bytes"] for p in gpu1["processes"]][1] is None
+    assert gpu1["processes"][2]["name"] == "<img src=x onerror=alert(1)>"
+
+
+def test_the_s1_sample_splits_the_budget_and_says_why_it_is_over():
+    gpu1 = fixture("sample.json")["sample"]["gpus"][1]
+    # 4096 MiB budget = 3696 MiB pool + 400 MiB set aside; the kernel holds 4200 MiB: 504 MiB outside the pool.
+    assert (gpu1["pool_bytes"], gpu1["pool_known"]) == (3696 * MiB, True)
+    assert (gpu1["overhead_bytes"], gpu1["overhead_source"]) == (504 * MiB, "measured")
+    assert gpu1["over_reason"] == (
+        "CUDA context + cuDNN/cuBLAS: 504 MiB outside TensorFlow's limit, 104 MiB more than the 400 MiB set aside"
+    )
+
+
+def test_the_configure_fixture_is_accepted():
+    assert protocol.parse_request(fixture("configure.json")) == protocol.Configure(2.0, 1800.0)
+
+
+@pytest.mark.parametrize("path", MALFORMED, ids=[p.stem for p in MALFORMED])
+def test_every_malformed_fixture_is_refused_with_a_reason(path):
+    with pytest.raises(protocol.ProtocolError) as refused:
+        protocol.parse_request(json.loads(path.read_text()))
+    assert str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("interval_s", "history_s", "reason"),
+    [
+        (0.1, 60, "interval_s=0.1 is outside 0.2-10 s"),
+        (11, 60, "interval_s=11 is outside 0.2-10 s"),
+        (1, 5, "history_s=5 is outside 10-86400 s"),
+        ("1", 60, "interval_s must be a number of seconds, not '1'"),
+        (True, 60, "interval_s must be a number of seconds, not True"),
+        (float("nan"), 60, "interval_s must be a number of seconds, not nan"),
+    ],
+)
+def test_settings_out_of_range_are_refused(interval_s, history_s, reason):
+    with pytest.raises(protocol.ProtocolError, match=reason):
+        protocol.check_settings(interval_s, history_s)

@@ -1,0 +1,395 @@
+"""The inline live view (`%gpumem show`, ``jupyter_gpumem.show()``): its words and figures from the protocol's
+fixtures, its chart's series, and in real kernels on the stand-in NVML: what it displays, that it moves
+while another cell runs, that views share the one sampler, that closing one leaves a still picture and
+stops its updates, and that a notebook run headless keeps that picture."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import FIXTURES, SCENARIOS, Kernel
+
+from jupyter_gpumem import standin
+from jupyter_gpumem.kernel.widget import STATIC, header_html, snapshot_html, table_html
+from jupyter_gpumem.render import viewtext
+from jupyter_gpumem.render.history import History, chart_data, decimate, y_scale
+from jupyter_gpumem.units import GiB, MiB
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def fixture(name: str) -> dict[str, Any]:
+    return dict(json.loads((FIXTURES / "protocol" / name).read_text())["sample"])
+
+
+S1 = fixture("sample.json")
+LOST = fixture("sample_lost_gpu.json")
+
+
+# -- the words: the sidebar's, from the same fixtures (tests/ts/format.test.ts) ---------------------------------
+
+
+def test_the_view_says_what_the_sidebar_says_for_the_same_sample():
+    gpu0, gpu1 = S1["gpus"]
+    assert viewtext.headline(gpu1, S1) == ("4.1 of 4.0 GiB budget (103%)", "error")
+    assert viewtext.breakdown(gpu1, "TensorFlow") == "TensorFlow pool 3.6 GiB + 504 MiB outside it (measured) = 4.1 GiB"
+    assert viewtext.over_line(gpu1) == (
+        "Over budget: CUDA context + cuDNN/cuBLAS: 504 MiB outside TensorFlow's limit, 104 MiB more than the "
+        "400 MiB set aside"
+    )
+    assert viewtext.policy_line(S1) == ("Policy: fraction=0.5 gpus=1 — in force in TensorFlow", "ok")
+    assert viewtext.device_line(gpu1) == "GPU 1 · NVIDIA GeForce GTX 1080 · 4.8 GiB of 8.0 GiB used"
+    assert viewtext.headline(gpu0, S1) == ("Hidden from this kernel by its policy (fraction=0.5 gpus=1)", "ok")
+    assert viewtext.choose_gpu(S1["gpus"], None) == gpu1["uuid"]  # the one with a budget
+    assert viewtext.source_label(gpu1) == ("exact", "NVML lists this kernel's PID")
+
+
+def test_lost_na_and_simulated_read_as_in_the_sidebar():
+    lost = LOST["gpus"][1]
+    assert viewtext.headline(lost, LOST) == ("GPU 1 is lost: N/A", "error")
+    assert viewtext.device_line(lost) == "GPU 1 NVIDIA A10: lost (fell off the bus; it needs a reset)"
+    assert viewtext.gpu_option(lost) == "GPU 1: lost"
+    assert viewtext.process_note(lost) == "This GPU is lost: no figures until it is reset."
+    assert viewtext.breakdown(lost, LOST["framework"]) is None
+    unknown = {**S1["gpus"][1], "own_bytes": None, "in_force": False}
+    assert viewtext.headline(unknown, S1) == (
+        "N/A of 4.0 GiB budget (not in force; the driver cannot tell this kernel's memory)",
+        "ok",
+    )
+    assert (
+        viewtext.simulated_banner("/x/s1_two_gpus.scenario") == "SIMULATED GPU — stand-in NVML (s1_two_gpus.scenario)"
+    )
+    row = viewtext.process_cells(S1["gpus"][1]["processes"][1])
+    assert (row["used"], row["cpu"], row["user"]) == ("N/A", "N/A", "N/A")
+    assert viewtext.process_cells({**S1["gpus"][1]["processes"][1], "cpu_pending": True})["cpu"] == "…"
+
+
+def test_the_views_html_escapes_every_host_string_and_marks_this_kernel():
+    gpu1 = S1["gpus"][1]
+    table = table_html(gpu1)
+    assert "<img" not in table and "&lt;img src=x onerror=alert(1)&gt;" in table
+    assert table.count('class="jp-gpumem-self"') == 1 and 'data-pid="4242"' in table
+    assert table.index('data-pid="4242"') < table.index('data-pid="6200"') < table.index('data-pid="1204"')  # N/A last
+    header = header_html(S1, gpu1)
+    assert 'data-level="error"' in header and "4.1 of 4.0 GiB budget (103%)" in header
+    assert 'data-source="exact"' in header
+    hostile = {**S1, "simulated": '"><img src=x onerror=alert(1)>'}
+    assert "<img" not in header_html(hostile, gpu1)
+    lost = header_html(LOST, LOST["gpus"][1])
+    assert 'data-level="error"' in lost and "GPU 1 is lost: N/A" in lost and "data-source" not in lost
+    assert "This GPU is lost" in table_html(LOST["gpus"][1])
+
+
+# -- the chart's series ---------------------------------------------------------------------------------------
+
+
+def sample(t: float, own: int | None, budget: int | None = 4 * GiB, used: int | None = 6 * GiB) -> dict[str, Any]:
+    gpu = {
+        **S1["gpus"][1],
+        "own_bytes": own,
+        "budget_bytes": budget,
+        "used_bytes": used,
+        "framework_bytes": None,
+        "over_reason": "why",
+        "processes": [],
+    }
+    return {**S1, "t": t, "gpus": [gpu]}
+
+
+def test_one_over_budget_mark_per_episode_and_na_is_a_gap_not_zero():
+    history = History(3600)
+    owns = [3 * GiB, 4 * GiB + MiB, 4 * GiB + 2 * MiB, None, 3.9 * GiB, 3 * GiB, 5 * GiB]
+    for i, own in enumerate(owns):
+        history.push(sample(1000.0 + i, None if own is None else int(own)))
+    series = history.series(S1["gpus"][1]["uuid"])
+    assert series is not None
+    # Over at 1001, N/A and 97% do not end it; below 95% (1005) does; over again at 1006.
+    assert [m.t for m in series.marks] == [1001.0, 1006.0]
+    assert math.isnan(series.values["own"][3]) and series.values["others"][3] == 6 * GiB
+
+
+def test_decimation_keeps_every_peak_and_the_scale_follows_this_kernel_not_the_device():
+    t = np.arange(3600, dtype=np.float64)
+    own = np.full(3600, 2.0 * GiB)
+    own[1234] = 3.5 * GiB  # a one-second spike
+    own[2000:2010] = np.nan  # N/A for ten seconds
+    dt, values = decimate(t, {"own": own}, 10.0)
+    assert len(dt) == 360 and np.nanmax(values["own"]) == 3.5 * GiB
+    assert np.isnan(values["own"][200])  # an all-N/A bucket stays a gap
+    scale = y_scale({"own": own, "framework": own * np.nan, "budget": np.full(3600, 4.0 * GiB), "others": own})
+    assert (scale.unit, scale.top) == ("GiB", 5 * GiB)  # the budget and headroom, not a 40 GiB device
+
+
+def test_an_hours_history_is_drawn_with_at_most_one_point_per_pixel_and_the_total_as_a_note():
+    history = History(3600)
+    for i in range(3600):
+        history.push(sample(10_000.0 + i, 2 * GiB, used=30 * GiB))
+    series = history.series(S1["gpus"][1]["uuid"])
+    data = chart_data(series, 3600.0, 600)
+    assert data is not None and len(data.t) <= 600
+    assert data.lines["own"][-1] == pytest.approx(2.0)  # in the scale's unit, GiB
+    assert not data.total_fits and data.total == 8 * GiB  # 8 GiB device above a 5 GiB scale: a note
+    assert viewtext.total_above(data.total) == "device total 8.0 GiB ↑"
+    still = snapshot_html(S1, S1["gpus"][1], history, 3600.0)
+    assert "<svg" in still and "polyline" in still and "<img" not in still
+
+
+# -- in real kernels ------------------------------------------------------------------------------------------
+
+
+def drain(kernel: Kernel, seconds: float) -> None:
+    """Read iopub for ``seconds`` more, keeping every message in kernel.passed."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            kernel.passed.append(kernel.client.get_iopub_msg(timeout=left))
+        except Exception:  # queue.Empty
+            return
+
+
+class Widgets:
+    """The view's widget models as the frontend sees them: opened by comm_open, sent to by comm_msg."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+
+    def opened(self) -> dict[str, dict[str, Any]]:
+        return {
+            m["content"]["comm_id"]: m["content"]["data"]["state"]
+            for m in self.kernel.passed
+            if m["msg_type"] == "comm_open" and m["content"].get("target_name") == "jupyter.widget"
+        }
+
+    def closed(self) -> set[str]:
+        return {m["content"]["comm_id"] for m in self.kernel.passed if m["msg_type"] == "comm_close"}
+
+    def views(self) -> list[str]:
+        """The inline views: anywidgets running the sidebar's module (static/inline.js)."""
+        return [comm_id for comm_id, state in self.opened().items() if "_esm" in state]
+
+    def messages(self, comm_id: str) -> list[dict[str, Any]]:
+        """What the kernel sent the view's module (its custom messages), oldest first."""
+        return [
+            m["content"]["data"]["content"]
+            for m in self.kernel.passed
+            if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == comm_id
+            and m["content"]["data"].get("method") == "custom"
+        ]
+
+    def samples(self, comm_id: str) -> list[dict[str, Any]]:
+        return [m["sample"] for m in self.messages(comm_id) if m.get("type") == "sample"]
+
+    def ask(self, comm_id: str, content: dict[str, Any]) -> None:
+        """What the module sends the kernel (replay, stop), as the frontend's widget manager sends it."""
+        data = {"method": "custom", "content": content}
+        self.kernel.client.shell_channel.send(
+            self.kernel.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        )
+
+
+def own_mib(sample: dict[str, Any]) -> float:
+    return sample["gpus"][0]["own_bytes"] / MiB
+
+
+def budget_kernel(kernel_with: Any, **env: str) -> Kernel:
+    kernel = kernel_with("sidebar", env=env or None)
+    reply = kernel.run("%load_ext jupyter_gpumem\n%gpumem fraction=0.5 framework=tensorflow")
+    assert reply.status == "ok", reply.error
+    return kernel
+
+
+def own_scenario(kernel: Kernel, own_mib: int) -> str:
+    """The sidebar scenario with this kernel holding ``own_mib`` on GPU 0 (and the device's use following)."""
+    text = (SCENARIOS / "sidebar.scenario").read_text()
+    text = text.replace("pid=self used=3174MiB", f"pid=self used={own_mib}MiB")
+    return text.replace("used=16500MiB", f"used={16500 - 3174 + own_mib}MiB", 1)
+
+
+@pytest.mark.kernel
+def test_gpumem_show_displays_the_live_view_with_a_still_picture_beside_it(kernel_with):
+    kernel = budget_kernel(kernel_with)
+    reply = kernel.run("%gpumem show")
+    assert reply.status == "ok" and reply.stderr == "", reply.error
+    [shown] = reply.displayed
+    data = shown["data"]
+    assert set(data) == {"text/plain", "text/html", WIDGET_VIEW}
+    assert shown["transient"]["display_id"]  # so that closing can leave the picture in its place
+    assert data["text/plain"].splitlines()[1:] == [
+        "3.1 of 20.0 GiB budget (15%, not in force)",
+        "GPU 0 · NVIDIA A100-SXM4-40GB · 16.1 GiB of 40.0 GiB used",
+    ]
+    assert "3.1 of 20.0 GiB budget (15%, not in force)" in data["text/html"]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in data["text/html"] and "<img" not in data["text/html"]
+    widgets = Widgets(kernel)
+    assert widgets.views() == [data[WIDGET_VIEW]["model_id"]]
+    [view] = widgets.views()
+    state = widgets.opened()[view]
+    assert state["_esm"] == (STATIC / "inline.js").read_text()  # the sidebar's rendering, bundled
+    assert ".jp-GpuMem-headline" in state["_css"]  # and its styles, for frontends without the labextension
+    # The show cell did not wait for the sampler: samples follow, each a protocol message the sidebar reads.
+    drain(kernel, 3)
+    samples = widgets.samples(view)
+    assert len(samples) >= 2 and own_mib(samples[-1]) == 3174
+    assert samples[-1]["gpus"][0]["budget_bytes"] == 20 * GiB and samples[-1]["policy_state"] == "recorded"
+    # The module, once loaded, asks for the history: the kernel answers with the sidebar's hello.
+    widgets.ask(view, {"type": "replay"})
+    drain(kernel, 2)
+    [hello] = [m for m in widgets.messages(view) if m["type"] == "hello"]
+    assert hello["protocol"] == 1 and hello["interval_s"] == 1.0 and len(hello["history"]) >= 2
+    assert all("processes" not in g for s in hello["history"] for g in s["gpus"])  # figures only
+    widgets.ask(view, {"type": "mine now"})  # anything else: ignored, nothing changes
+    widgets.ask(view, "not an object")
+    drain(kernel, 1.5)
+    assert view not in widgets.closed() and kernel.run("print(1)").stdout == "1\n"
+
+
+@pytest.mark.kernel
+def test_the_view_moves_while_another_cell_is_busy(kernel_with):
+    kernel = budget_kernel(kernel_with)
+    kernel.run("%gpumem show")
+    widgets = Widgets(kernel)
+    [view] = widgets.views()
+    # One cell: this kernel "grows" to 6000 MiB, then the cell sleeps; the main thread is busy throughout.
+    reply = kernel.run(
+        "from pathlib import Path\nfrom jupyter_gpumem import standin\n"
+        f"standin.write_scenario(Path({str(kernel.scenario)!r}), {own_scenario(kernel, 6000)!r})\n"
+        "import time; time.sleep(3.5)"
+    )
+    assert reply.status == "ok"
+    # kernel.passed holds what arrived before the cell's idle status: the view moved during the sleep.
+    assert own_mib(widgets.samples(view)[-1]) == 6000
+
+
+@pytest.mark.kernel
+def test_two_views_share_the_one_sampler_and_closing_one_stops_only_its_updates(kernel_with):
+    kernel = budget_kernel(kernel_with)
+    reply = kernel.run(
+        "import jupyter_gpumem, threading\n"
+        "a = jupyter_gpumem.show()\n"
+        "b = jupyter_gpumem.show()\n"
+        "display(a, b)\n"
+        "print(sum(t.name == 'jupyter-gpumem-sampler' for t in threading.enumerate()))"
+    )
+    assert reply.status == "ok", reply.error
+    assert reply.stdout.splitlines()[-1] == "1"  # one sampler thread, not one per view
+    first, second = [d for d in reply.displayed if WIDGET_VIEW in d["data"]]
+    widgets = Widgets(kernel)
+    view_a, view_b = widgets.views()
+    assert view_a == first["data"][WIDGET_VIEW]["model_id"]
+    closed = kernel.run("a.close(); print(len(jupyter_gpumem.kernel.stream.stream().views), a.closed, b.closed)")
+    assert closed.stdout.strip() == "1 True False"
+    # Its output is replaced by its last picture: still HTML, no widget any more.
+    [update] = [d for d in closed.displayed if d["transient"]["display_id"] == first["transient"]["display_id"]]
+    assert WIDGET_VIEW not in update["data"] and "Stopped at" in update["data"]["text/html"]
+    assert "3.1 of 20.0 GiB budget" in update["data"]["text/html"] and "<svg" in update["data"]["text/html"]
+    drain(kernel, 0.5)
+    assert view_a in widgets.closed()
+    before = len(widgets.samples(view_a))
+    kernel.run(
+        "from pathlib import Path\nfrom jupyter_gpumem import standin\n"
+        f"standin.write_scenario(Path({str(kernel.scenario)!r}), {own_scenario(kernel, 6000)!r})\n"
+        "import time; time.sleep(2.5)"
+    )
+    assert len(widgets.samples(view_a)) == before  # the closed view got nothing more
+    assert own_mib(widgets.samples(view_b)[-1]) == 6000  # the other one still moves
+    assert view_b not in widgets.closed()
+    # Its Stop button: the module asks, the kernel closes it and leaves the picture.
+    widgets.ask(view_b, {"type": "stop"})
+    drain(kernel, 2)
+    assert view_b in widgets.closed()
+    assert kernel.run("print(len(jupyter_gpumem.kernel.stream.stream().views), b.closed)").stdout.strip() == "0 True"
+    stopped = [
+        m["content"]
+        for m in kernel.passed
+        if m["msg_type"] == "update_display_data"
+        and m["content"]["transient"]["display_id"] == second["transient"]["display_id"]
+    ]
+    assert len(stopped) == 1 and "Stopped at" in stopped[0]["data"]["text/html"]
+
+
+BLOCK_NUMPY = """import sys
+
+
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "numpy":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+sys.meta_path.insert(0, NotInstalled())
+"""
+
+
+@pytest.mark.kernel
+def test_without_numpy_the_view_is_live_and_its_still_picture_says_what_to_install(kernel_with, tmp_path):
+    (tmp_path / "blocked").mkdir()
+    (tmp_path / "blocked" / "sitecustomize.py").write_text(BLOCK_NUMPY)
+    kernel = budget_kernel(kernel_with, PYTHONPATH=str(tmp_path / "blocked"))
+    reply = kernel.run("%gpumem show")
+    assert reply.status == "ok" and reply.stderr == "", reply.error
+    [shown] = reply.displayed
+    assert WIDGET_VIEW in shown["data"] and "3.1 of 20.0 GiB budget" in shown["data"]["text/html"]
+    assert "The still chart needs numpy: %pip install &#x27;jupyter-gpumem[view]&#x27;" in shown["data"]["text/html"]
+    widgets = Widgets(kernel)
+    [view] = widgets.views()
+    drain(kernel, 2.5)
+    assert own_mib(widgets.samples(view)[-1]) == 3174
+    assert kernel.run("import sys; print('numpy' in sys.modules)").stdout == "False\n"
+
+
+@pytest.mark.kernel
+def test_a_notebook_run_headless_keeps_the_views_still_picture(tmp_path, standin_dir):
+    """As nbconvert/nbclient (and so Binder's CI test) run it: no widget frontend, the saved output keeps the
+    still HTML, and after close() only that."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    scenario = tmp_path / "sidebar.scenario"
+    standin.write_scenario(scenario, (SCENARIOS / "sidebar.scenario").read_text())
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext jupyter_gpumem\n%gpumem fraction=0.5 framework=tensorflow"),
+        nbformat.v4.new_code_cell("import jupyter_gpumem\nview = jupyter_gpumem.show()\nview"),
+        nbformat.v4.new_code_cell("%gpumem show"),
+        nbformat.v4.new_code_cell("import time\ntime.sleep(2.5)\nview.close()"),
+    ]
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_"))}
+    base["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute(
+        env=standin.environment(standin_dir, scenario, base={**base, "LD_LIBRARY_PATH": ""})
+    )
+    [closed] = nb.cells[1].outputs
+    assert WIDGET_VIEW not in closed["data"] and "Stopped at" in closed["data"]["text/html"]
+    assert "polyline" in closed["data"]["text/html"]  # a chart of the seconds it ran
+    [live] = nb.cells[2].outputs  # never closed: the widget, and the picture for frontends without widgets
+    assert WIDGET_VIEW in live["data"] and "3.1 of 20.0 GiB budget" in live["data"]["text/html"]
+    path = tmp_path / "saved.ipynb"
+    nbformat.write(nb, path)
+    assert "3.1 of 20.0 GiB budget" in Path(path).read_text()
+
+
+@pytest.mark.kernel
+def test_a_view_made_off_the_main_thread_is_refused_and_no_widget_is_made(kernel_with):
+    kernel = budget_kernel(kernel_with)
+    reply = kernel.run(
+        "import threading, jupyter_gpumem\n"
+        "errors = []\n"
+        "def make():\n"
+        "    try:\n"
+        "        jupyter_gpumem.show()\n"
+        "    except RuntimeError as error:\n"
+        "        errors.append(str(error))\n"
+        "t = threading.Thread(target=make); t.start(); t.join()\n"
+        "print(errors, len(jupyter_gpumem.kernel.stream.stream().views))"
+    )
+    assert reply.stdout.strip().endswith("0") and "main thread" in reply.stdout
+    assert threading.current_thread() is threading.main_thread()
