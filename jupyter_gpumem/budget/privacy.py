@@ -19,9 +19,9 @@ process); only what is shown is split, by ``Rule.split``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, Protocol
 
 from jupyter_gpumem.gpu.model import Device, GpuProcess
 
@@ -59,21 +59,36 @@ class Rule:
         for process in device.processes:
             own = process.is_self or process.pid in keep or (self.user is not None and process.user == self.user)
             (mine if own else theirs).append(process)
-        users = None
-        if self.level == "names":
-            by_user: dict[str | None, list[GpuProcess]] = {}
-            for process in theirs:
-                by_user.setdefault(process.user, []).append(process)
-            users = tuple(
-                UserShare(user, len(group), _total(group))
-                for user, group in sorted(by_user.items(), key=lambda item: (item[0] is not None, item[0] or ""))
-            )
-        return tuple(mine), Others(len(theirs), _total(theirs), users)
+        users = by_user(theirs) if self.level == "names" else None
+        return tuple(mine), Others(len(theirs), total(p.used_bytes for p in theirs), users)
 
 
-def _total(processes: list[GpuProcess]) -> int | None:
-    sizes = [p.used_bytes for p in processes]
-    return None if None in sizes else sum(s or 0 for s in sizes)
+class Held(Protocol):
+    """A process as far as a per-user sum needs it (gpu.model.GpuProcess, server.figures.OtherProcess)."""
+
+    @property
+    def user(self) -> str | None: ...
+
+    @property
+    def used_bytes(self) -> int | None: ...
+
+
+def by_user(processes: Iterable[Held]) -> tuple[UserShare, ...]:
+    """Processes summed per Unix user, the user the host does not tell first, then by name: the one
+    grouping the kernel's surfaces, the server's API and its metrics show."""
+    groups: dict[str | None, list[Held]] = {}
+    for process in processes:
+        groups.setdefault(process.user, []).append(process)
+    return tuple(
+        UserShare(user, len(group), total(p.used_bytes for p in group))
+        for user, group in sorted(groups.items(), key=lambda item: (item[0] is not None, item[0] or ""))
+    )
+
+
+def total(sizes: Iterable[int | None]) -> int | None:
+    """The sum of memory figures; None when one of them is N/A (an unknown part makes the sum unknown)."""
+    known = list(sizes)
+    return None if None in known else sum(s or 0 for s in known)
 
 
 def level_of(text: object) -> Level | None:

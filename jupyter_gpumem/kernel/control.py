@@ -87,29 +87,29 @@ class Controller:
 
     def request(self, asked: Policy, source: str = "%gpumem") -> list[str]:
         """Record and, when possible, apply ``asked`` on top of the current policy; lines to show.
-        Raises PolicyError (the sentence) when it cannot hold here; then nothing has changed."""
-        current = self.state
-        policy = current.policy.then(asked)
-        if current.applied and policy == current.policy:
+        Raises PolicyError (the sentence) when it cannot hold here; then nothing has changed.
+
+        One line through: decide (policy -> frameworks -> plan -> State), refuse what cannot hold, act
+        (apply, or record until the import), then say it from the State now published."""
+        policy = self.state.policy.then(asked)
+        if self.state.applied and policy == self.state.policy:
             return messages.already(policy)
-        adapters = targets(policy, self.adapters, self._referenced)
-        together = all(a.imported() for a in adapters)  # several imported: they share the budget
-        plan = self._plan(policy, self.snapshot(), adapters if together else adapters[:1])
+        state = self._decide(policy, self.snapshot(), plan_empty=True)
+        assert state.plan is not None
         if policy.mps:
             cuda = [a.name for a in self.adapters.values() if a.imported() and a.initialised()]
-            refusal = limits.mps_refusal(plan, self._environment.environ, cuda)
+            refusal = limits.mps_refusal(state.plan, self._environment.environ, cuda)
             if refusal:
                 raise PolicyError(refusal)
-        late = [reason for a in adapters if (reason := a.too_late(plan))]
+        late = [reason for a in state.adapters if (reason := a.too_late(state.plan))]
         if late:
-            return messages.too_late(adapters, policy, late)
-        state = self._state(policy, plan, adapters, together)
-        if together:
+            return messages.too_late(state.adapters, policy, late)
+        if state.together:
             lines = self._apply(state)
         else:
             self._record(state)
-            installed = len(adapters) > 1 or adapters[0].importable()
-            lines = [*self.cache_problem(), *messages.recorded(state, source, installed)]
+            installed = len(state.adapters) > 1 or state.adapters[0].importable()
+            lines = [*self.cache_problem(), *messages.recorded(self.state, source, installed)]
         return [*lines, *(messages.mps_applied(self._environment.environ) if policy.mps else [])]
 
     def reset(self) -> list[str]:
@@ -119,7 +119,7 @@ class Controller:
             return ["jupyter-gpumem: no policy is recorded; nothing to forget."]
         forgotten = self.state.policy
         self._environment.restore()
-        state = self._recorded(Policy(), self.snapshot())
+        state = self._decide(Policy(), self.snapshot())
         self._record(state)
         return messages.forgotten(forgotten, state)
 
@@ -201,13 +201,15 @@ class Controller:
         decided = len(adapters) == 1 or any(a.imported() for a in adapters)
         return State(policy, plan, tuple(adapters), together, framework if decided else None, self.ceiling)
 
-    def _recorded(self, policy: Policy, snapshot: Snapshot | None) -> State:
-        """The State of a recorded (not applied) policy; with a ceiling, even an empty policy has a plan.
-        ``snapshot`` None: read one only if there is something to plan."""
+    def _decide(self, policy: Policy, snapshot: Snapshot | None, plan_empty: bool = False) -> State:
+        """The State ``policy`` would make here, not yet published: the frameworks it is for, and its plan
+        on this machine's GPUs (for one framework until several are imported: then they share it). An empty
+        policy has a plan only under a ceiling (or when asked for: ``plan_empty``); ``snapshot`` None: read
+        one only if there is something to plan."""
         adapters = targets(policy, self.adapters, self._referenced)
         together = all(a.imported() for a in adapters)
         plan = None
-        if not policy.is_empty or self.ceiling != Ceiling():
+        if plan_empty or not policy.is_empty or self.ceiling != Ceiling():
             plan = self._plan(policy, snapshot or self.snapshot(), adapters if together else adapters[:1])
         return self._state(policy, plan, adapters, together)
 
@@ -263,7 +265,7 @@ class Controller:
                 if state.policy.framework == "auto" and adapter not in state.adapters:
                     print("\n".join(self._apply_too(adapter, state)))
             elif state.plan is None or adapter not in targets(state.policy, self.adapters, self._referenced):
-                self.state = self._recorded(state.policy, None)  # nothing to apply: only the names change
+                self.state = self._decide(state.policy, None)  # nothing to apply: only the names change
             else:
                 plan = self._plan(state.policy, self.snapshot(), [adapter])
                 print("\n".join(self._apply(self._state(state.policy, plan, [adapter], True))))

@@ -23,6 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from jupyter_gpumem._version import __version__
+from jupyter_gpumem.budget.privacy import by_user
 from jupyter_gpumem.server.figures import Figures
 
 Row = tuple[str, tuple[str, ...], float]  # family name, label values, value
@@ -151,12 +152,9 @@ def rows(figures: Figures) -> tuple[Row, ...]:
         add(OTHERS, labels, gpu.other_processes)
         add(OTHERS_USED, labels, gpu.other_bytes)
         if figures.privacy != "aggregate":
-            users: dict[str, list[int | None]] = {}
-            for process in gpu.others:
-                users.setdefault(process.user or "", []).append(process.used_bytes)
-            for user, used in sorted(users.items()):
-                add(OTHER_USER, (*labels, user), len(used))
-                add(OTHER_USER_USED, (*labels, user), None if None in used else sum(u or 0 for u in used))
+            for share in by_user(gpu.others):
+                add(OTHER_USER, (*labels, share.user or ""), share.processes)
+                add(OTHER_USER_USED, (*labels, share.user or ""), share.used_bytes)
     for kernel in figures.kernels:
         add(REPORTING, (kernel.id,), kernel.status == "reporting")
         add(OOM_ERRORS, (kernel.id,), kernel.oom_errors_total)
