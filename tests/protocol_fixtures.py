@@ -10,7 +10,7 @@ from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.plan import Plan, make_plan
 from jupyter_gpumem.budget.policy import Policy, parse
 from jupyter_gpumem.budget.privacy import Rule
-from jupyter_gpumem.budget.reading import reading
+from jupyter_gpumem.budget.reading import Reading, reading
 from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.gpu.model import Device, GpuProcess, MigDevice, Snapshot
@@ -62,20 +62,22 @@ ESTIMATE = Overhead(400 * MiB, "estimated", "TensorFlow on Pascal (compute 6.1)"
 
 
 def s1_sample(taken_at: float = 1763740800.0, own_bytes: int = 4200 * MiB) -> dict[str, object]:
+    return encode_sample(s1_reading(taken_at, own_bytes))
+
+
+def s1_reading(taken_at: float = 1763740800.0, own_bytes: int = 4200 * MiB) -> Reading:
     """Planned with 400 MiB set aside; TensorFlow's pool is its whole limit (growth off)."""
     snapshot = s1_snapshot(taken_at, own_bytes)
     plan = make_plan(parse(["fraction=0.5", "gpus=1"]), snapshot, lambda device: ESTIMATE)
     pool = plan.gpus[0].allocator_limit_bytes
     allocator = Allocator(own_bytes - 1200 * MiB, own_bytes - 1000 * MiB, pool)
     measured = Overhead(own_bytes - (pool or 0), "measured", "NVML's figure minus TensorFlow's pool")
-    return encode_sample(
-        reading(
-            snapshot,
-            applied(plan, "tensorflow"),
-            started=True,
-            allocators={GPU_B: allocator},
-            measured=lambda uuid: measured if uuid == GPU_B else None,
-        )
+    return reading(
+        snapshot,
+        applied(plan, "tensorflow"),
+        started=True,
+        allocators={GPU_B: allocator},
+        measured=lambda uuid: measured if uuid == GPU_B else None,
     )
 
 
@@ -85,13 +87,17 @@ def applied(plan: Plan, framework: str) -> State:
     return State(plan.policy, plan, (adapter,), True, adapter.name, applied_at=1763740700.0)
 
 
-def _no_plan(snapshot: Snapshot) -> dict[str, object]:
+def no_plan(snapshot: Snapshot) -> Reading:
     """No policy, every framework installed and none imported (framework=auto)."""
     state = State(Policy(), None, tuple(a() for a in ADAPTERS.values()), False, None)
-    return encode_sample(reading(snapshot, state, started=False, allocators={}, measured=lambda uuid: None))
+    return reading(snapshot, state, started=False, allocators={}, measured=lambda uuid: None)
 
 
 def lost_sample() -> dict[str, object]:
+    return encode_sample(lost_reading())
+
+
+def lost_reading() -> Reading:
     """`%gpumem fraction=0.4` applied to PyTorch on two A10s; then GPU 1 fell off the bus. GPU 0 keeps
     its budget; GPU 1 is lost: nothing of it can be read, and no budget is in force there."""
     a10 = {"name": "NVIDIA A10", "total_bytes": 23028 * MiB, "used_bytes": 1200 * MiB, "compute_capability": (8, 6)}
@@ -103,18 +109,20 @@ def lost_sample() -> dict[str, object]:
         own_pid=OWN_PID,
         devices=(healthy[0], Device(index=1, uuid=GPU_B, name="NVIDIA A10", lost=True)),
     )
-    return encode_sample(
-        reading(snapshot, applied(plan, "pytorch"), started=True, allocators={}, measured=lambda u: None)
-    )
+    return reading(snapshot, applied(plan, "pytorch"), started=True, allocators={}, measured=lambda u: None)
 
 
 def no_driver_sample() -> dict[str, object]:
+    return encode_sample(no_driver_reading())
+
+
+def no_driver_reading() -> Reading:
     snapshot = Snapshot(
         taken_at=1763740802.0,
         own_pid=OWN_PID,
         problem="No NVIDIA driver is loaded on this machine, so there is no GPU to show.",
     )
-    return _no_plan(snapshot)
+    return no_plan(snapshot)
 
 
 GPU_C = "GPU-c3c3c3c3-0000-4000-8000-000000000003"
@@ -122,6 +130,10 @@ OUTER_PID = 812345  # this kernel as the driver lists it: its PID in the host's 
 
 
 def container_sample() -> dict[str, object]:
+    return encode_sample(container_reading())
+
+
+def container_reading() -> Reading:
     """A kernel in a container whose PIDs the driver does not translate (none of the listed PIDs is a
     process there), `%gpumem limit=6GiB` applied to PyTorch, which has started on three GPUs.
     GPU 0: MPS caps this process at 6 GiB (hard); its host PID appeared when PyTorch started and moved with
@@ -167,17 +179,15 @@ def container_sample() -> dict[str, object]:
         mps_server=True,
         pinned={0: 6 * GiB, 2: 6 * GiB},
     )
-    return encode_sample(
-        reading(
-            snapshot,
-            applied(plan, "pytorch"),
-            started=True,
-            allocators=pools,
-            measured=lambda uuid: None,
-            matches={GPU_A: Match(OUTER_PID, 1), GPU_B: Match(None, 0), GPU_C: Match(None, 2)},
-            overhead=lambda device: REMEMBERED,
-            limits=limits,
-        )
+    return reading(
+        snapshot,
+        applied(plan, "pytorch"),
+        started=True,
+        allocators=pools,
+        measured=lambda uuid: None,
+        matches={GPU_A: Match(OUTER_PID, 1), GPU_B: Match(None, 0), GPU_C: Match(None, 2)},
+        overhead=lambda device: REMEMBERED,
+        limits=limits,
     )
 
 
@@ -187,6 +197,10 @@ REMEMBERED = Overhead(
 
 
 def hidden_sample() -> dict[str, object]:
+    return encode_sample(hidden_reading())
+
+
+def hidden_reading() -> Reading:
     """A kernel in a container with a driver that translates PIDs into it and hides other containers'
     processes: this kernel is listed (exact), and 14 GiB of the GPU's memory belongs to no listed process.
     An MPS server is in use and no framework has started: the sidebar offers mps=on."""
@@ -202,15 +216,8 @@ def hidden_sample() -> dict[str, object]:
     )
     snapshot = Snapshot(taken_at=1763740804.0, own_pid=57, devices=(device,), host_pid_namespace=False)
     state = State(Policy(), None, tuple(a() for a in ADAPTERS.values()), False, None)
-    return encode_sample(
-        reading(
-            snapshot,
-            state,
-            started=False,
-            allocators={},
-            measured=lambda uuid: None,
-            limits=Limits(mps_server=True),
-        )
+    return reading(
+        snapshot, state, started=False, allocators={}, measured=lambda uuid: None, limits=Limits(mps_server=True)
     )
 
 
@@ -224,12 +231,13 @@ IDLE_NOTICE = {
 
 
 def privacy_sample() -> dict[str, object]:
+    return encode_sample(privacy_reading(), IDLE_NOTICE)
+
+
+def privacy_reading() -> Reading:
     """S1 as alice's kernel shows it under a hub with privacy "names": bob's, mallory's and an unnamed
     process summed per user, hers listed; the server's idle culler has warned her."""
     snapshot = s1_snapshot()
     state = State(Policy(), None, (ADAPTERS["tensorflow"](),), True, "TensorFlow")
     privacy = Rule("names", "alice")
-    return encode_sample(
-        reading(snapshot, state, started=False, allocators={}, measured=lambda uuid: None, privacy=privacy),
-        IDLE_NOTICE,
-    )
+    return reading(snapshot, state, started=False, allocators={}, measured=lambda uuid: None, privacy=privacy)

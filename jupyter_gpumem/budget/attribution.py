@@ -26,7 +26,7 @@ from typing import Literal
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.gpu.model import Device, Snapshot
-from jupyter_gpumem.units import GiB, MiB, format_bytes
+from jupyter_gpumem.units import GiB, MiB, format_mib
 
 Source = Literal["exact", "matched", "estimated", "unknown"]
 
@@ -162,7 +162,7 @@ def attribute(
         return Own(
             pool + aside.bytes,
             "estimated",
-            f"{name}'s pool {format_bytes(pool)} + {format_bytes(aside.bytes)} outside it ({aside.describe()}){could}",
+            f"{name}'s pool {format_mib(pool)} + {format_mib(aside.bytes)} outside it ({aside.describe()}){could}",
             candidates=count,
         )
     if not started:

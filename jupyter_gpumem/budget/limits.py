@@ -19,7 +19,7 @@ from typing import Literal
 
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.gpu.model import Device, Snapshot
-from jupyter_gpumem.units import GiB, MiB, format_bytes
+from jupyter_gpumem.units import GiB, MiB, format_mib
 
 Kind = Literal["mig", "mps", "cooperative"]
 
@@ -111,11 +111,11 @@ class Limit:
 
     def describe(self) -> str:
         if self.kind == "mig":
-            size = f" of {format_bytes(self.bytes)}" if self.bytes is not None else " (which one is not known)"
+            size = f" of {format_mib(self.bytes)}" if self.bytes is not None else " (which one is not known)"
             return f"hard: a MIG partition{size}"
         if self.kind == "mps":
-            return f"hard: the MPS limit of {format_bytes(self.bytes)} on this process's memory"
-        return f"cooperative: %gpumem's budget of {format_bytes(self.bytes)}, which the framework keeps to"
+            return f"hard: the MPS limit of {format_mib(self.bytes)} on this process's memory"
+        return f"cooperative: %gpumem's budget of {format_mib(self.bytes)}, which the framework keeps to"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.policy import Policy, PolicyError
 from jupyter_gpumem.gpu.model import Device, Snapshot
-from jupyter_gpumem.units import MiB, format_bytes
+from jupyter_gpumem.units import MiB, format_mib
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Ceiling:
         if self.max_fraction is not None:
             parts.append(f"{self.max_fraction:g} of each GPU")
         if self.max_limit_bytes is not None:
-            parts.append(format_bytes(self.max_limit_bytes))
+            parts.append(format_mib(self.max_limit_bytes))
         return " and ".join(parts)
 
 
@@ -123,7 +123,7 @@ def _budget(policy: Policy, ceiling: Ceiling, device: Device, total: int) -> int
         asked = f"limit={policy.limit_text}"
         if budget > total:
             raise PolicyError(
-                f"{asked} is more than GPU {device.index}'s {format_bytes(total)} ({device.name}); "
+                f"{asked} is more than GPU {device.index}'s {format_mib(total)} ({device.name}); "
                 "give a smaller limit or a fraction."
             )
     else:
@@ -132,7 +132,7 @@ def _budget(policy: Policy, ceiling: Ceiling, device: Device, total: int) -> int
     if cap is not None and budget is not None and budget > cap:
         raise PolicyError(
             f"{asked} is above this server's ceiling of {ceiling.describe()} "
-            f"({format_bytes(cap)} on GPU {device.index}), {ceiling.origin(total)}; ask for less."
+            f"({format_mib(cap)} on GPU {device.index}), {ceiling.origin(total)}; ask for less."
         )
     return budget
 
@@ -164,8 +164,8 @@ def make_plan(
             limit = budget - aside.bytes
             if limit < 64 * MiB:
                 raise PolicyError(
-                    f"{policy.describe()} gives GPU {device.index} a budget of {format_bytes(budget)}, which leaves "
-                    f"nothing for tensors after about {format_bytes(aside.bytes)} of CUDA context and libraries; "
+                    f"{policy.describe()} gives GPU {device.index} a budget of {format_mib(budget)}, which leaves "
+                    f"nothing for tensors after about {format_mib(aside.bytes)} of CUDA context and libraries; "
                     "ask for more, or add strict=off for the allocator pool alone."
                 )
         elif budget is not None and cap is not None and budget + aside.bytes > cap:
@@ -175,8 +175,8 @@ def make_plan(
             if limit < 64 * MiB:
                 raise PolicyError(
                     f"{policy.describe()} on GPU {device.index}: this server's ceiling of {ceiling.describe()} "
-                    f"({format_bytes(cap)} there, as nvidia-smi counts it, {ceiling.origin(device.total_bytes)}) "
-                    f"leaves nothing for tensors after about {format_bytes(aside.bytes)} of CUDA context and "
+                    f"({format_mib(cap)} there, as nvidia-smi counts it, {ceiling.origin(device.total_bytes)}) "
+                    f"leaves nothing for tensors after about {format_mib(aside.bytes)} of CUDA context and "
                     "libraries, and strict=off cannot go over it."
                 )
         gpus.append(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields, replace
 
-from jupyter_gpumem.units import format_bytes, parse_bytes
+from jupyter_gpumem.units import format_mib, parse_bytes
 
 FRAMEWORKS = ("auto", "tensorflow", "pytorch", "jax")
 ALIASES = {"tf": "tensorflow", "torch": "pytorch"}
@@ -56,7 +56,7 @@ class Policy:
         """The limit as the user typed it, else in MiB."""
         if self.limit_as_typed:
             return self.limit_as_typed
-        return format_bytes(self.limit_bytes).replace(" ", "")
+        return format_mib(self.limit_bytes).replace(" ", "")
 
     def describe(self) -> str:
         """The policy as the arguments that would give it."""

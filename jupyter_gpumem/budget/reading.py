@@ -18,7 +18,7 @@ from jupyter_gpumem.budget.plan import GpuPlan, Plan
 from jupyter_gpumem.budget.privacy import Others, Rule
 from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
-from jupyter_gpumem.units import format_bytes
+from jupyter_gpumem.units import format_mib
 
 
 @dataclass(frozen=True)
@@ -123,12 +123,12 @@ def _outside(own: int | None, pool: int | None, gpu: GpuPlan | None, framework: 
     if pool is None or own is None:
         return f"{framework} has no limit on this GPU"
     outside = own - pool
-    reason = f"CUDA context + cuDNN/cuBLAS: {format_bytes(outside)} outside {framework}'s limit"
+    reason = f"CUDA context + cuDNN/cuBLAS: {format_mib(outside)} outside {framework}'s limit"
     if not strict:
         return reason + " (strict=off sets nothing aside for them)"
     if gpu is not None and outside > gpu.overhead_bytes:
         aside = gpu.overhead_bytes
-        reason += f", {format_bytes(outside - aside)} more than the {format_bytes(aside)} set aside"
+        reason += f", {format_mib(outside - aside)} more than the {format_mib(aside)} set aside"
     return reason
 
 

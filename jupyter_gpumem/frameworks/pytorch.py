@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter
-from jupyter_gpumem.units import MiB, format_bytes
+from jupyter_gpumem.units import MiB, format_mib
 
 # cuBLAS/cuDNN handles and workspaces PyTorch creates per GPU on first use, outside its allocator.
 LIBRARY_BYTES = 100 * MiB
@@ -213,7 +213,7 @@ class PyTorch(Adapter):
             if fraction is None:
                 cap = "a cap this PyTorch cannot report"
             else:
-                cap = f"at most {format_bytes(int(fraction * total))} ({fraction:.2f})" if fraction < 1 else "no cap"
+                cap = f"at most {format_mib(int(fraction * total))} ({fraction:.2f})" if fraction < 1 else "no cap"
             lines.append(f"PyTorch cuda:{index}: {cap}")
         return lines
 

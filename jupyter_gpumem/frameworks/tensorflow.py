@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter
-from jupyter_gpumem.units import MiB, format_bytes
+from jupyter_gpumem.units import MiB, format_mib
 
 # cuDNN/cuBLAS handles and workspaces TensorFlow creates with each GPU device, on top of the CUDA
 # context (overhead.py); none of it is inside its memory_limit.
@@ -200,7 +200,7 @@ class TensorFlow(Adapter):
             lines.append("TensorFlow uses no GPU.")
         for position, gpu in enumerate(gpus):
             growth, limit = self.config.gpu_settings(gpu)
-            cap = f"memory_limit {format_bytes(limit * MiB)}" if limit else "no memory limit (takes nearly all)"
+            cap = f"memory_limit {format_mib(limit * MiB)}" if limit else "no memory limit (takes nearly all)"
             lines.append(f"TensorFlow GPU:{position}: {cap}, growth {'on' if _grows(growth) else 'off'}")
         return lines
 

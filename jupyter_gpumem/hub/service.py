@@ -26,7 +26,7 @@ from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from jupyter_gpumem.hub.rows import Row, rows_of_server, unreadable
-from jupyter_gpumem.units import format_bytes
+from jupyter_gpumem.units import format_duration, format_mib
 
 log = logging.getLogger("jupyter_gpumem.hub")
 
@@ -83,15 +83,8 @@ class Poller:
             await asyncio.sleep(self.interval_s)
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    s = int(seconds)
-    return f"{s // 3600}h {s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m {s % 60:02d}s"
-
-
 def _bytes(value: int | None) -> str:
-    return "" if value is None else format_bytes(value)
+    return "" if value is None else format_mib(value)
 
 
 def _ceiling(row: Row) -> str:
@@ -99,7 +92,7 @@ def _ceiling(row: Row) -> str:
     if row.ceiling_fraction is not None:
         parts.append(f"{row.ceiling_fraction:.0%}")
     if row.ceiling_bytes is not None:
-        parts.append(format_bytes(row.ceiling_bytes))
+        parts.append(format_mib(row.ceiling_bytes))
     return " / ".join(parts)
 
 
@@ -157,7 +150,7 @@ def render_page(rows: list[Row], t: float | None, refresh_s: float) -> str:
             cell(over),
             cell(_ceiling(r)),
             cell(limit),
-            cell(_duration(r.idle_s), r.idle_s if r.idle_s is not None else -1, True),
+            cell("" if r.idle_s is None else format_duration(r.idle_s), r.idle_s if r.idle_s is not None else -1, True),
         ]
         lines.append(f"<tr{' class=over' if r.over_budget else ''}>{''.join(cells)}</tr>")
     read = "not yet" if t is None else time.strftime("%H:%M:%S", time.localtime(t))

@@ -16,7 +16,7 @@ from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.gpu.model import Device
 from jupyter_gpumem.kernel.oom import OutOfMemory, recognise
-from jupyter_gpumem.units import MiB, format_bytes, format_percent
+from jupyter_gpumem.units import MiB, format_mib, format_percent
 
 log = logging.getLogger("jupyter_gpumem")
 
@@ -91,23 +91,21 @@ def diagnose(report: OutOfMemory, reading: Reading, uuids: list[str], growth: bo
         budget = split.budget_bytes if split else None
         allocator = reading.allocators.get(device.uuid or "")
         figures = (
-            f"  GPU {device.index} {device.name or ''}: this kernel holds {format_bytes(own)} as nvidia-smi counts "
-            f"it; the device has {format_bytes(device.used_bytes)} used of {format_bytes(device.total_bytes)}"
+            f"  GPU {device.index} {device.name or ''}: this kernel holds {format_mib(own)} as nvidia-smi counts "
+            f"it; the device has {format_mib(device.used_bytes)} used of {format_mib(device.total_bytes)}"
         )
         if allocator is not None:
-            figures += (
-                f"; {framework} tensors use {format_bytes(allocator.in_use)} (peak {format_bytes(allocator.peak)})"
-            )
+            figures += f"; {framework} tensors use {format_mib(allocator.in_use)} (peak {format_mib(allocator.peak)})"
         lines.append(figures + ".")
         free = device.free_bytes
         if budget is not None and own is not None:
             free = max(0, min(free if free is not None else budget, budget - own))
             lines.append(
-                f"  Budget: {format_bytes(budget)} ({format_percent(budget, device.total_bytes)} of the GPU); "
-                f"{format_bytes(free)} of it is free."
+                f"  Budget: {format_mib(budget)} ({format_percent(budget, device.total_bytes)} of the GPU); "
+                f"{format_mib(free)} of it is free."
             )
         else:
-            lines.append(f"  No budget set: {format_bytes(free)} of the GPU is free.")
+            lines.append(f"  No budget set: {format_mib(free)} of the GPU is free.")
         if allocator is not None and allocator.pool is not None:
             free = max(0, allocator.pool - allocator.in_use)  # what the allocator itself can still hand out
 
@@ -140,7 +138,7 @@ def _limit(report: OutOfMemory) -> str:
 
 def _size(size: int, rounded: bool) -> str:
     """A size from the message; "about" where the framework printed it rounded (PyTorch's "20.00 MiB")."""
-    return ("about " if rounded else "") + (format_bytes(size) if size >= MiB else _small(size))
+    return ("about " if rounded else "") + (format_mib(size) if size >= MiB else _small(size))
 
 
 def _batch_lines(report: OutOfMemory, free: int | None, lines: list[str]) -> tuple[int | None, int | None]:
@@ -157,19 +155,19 @@ def _batch_lines(report: OutOfMemory, free: int | None, lines: list[str]) -> tup
     if fits < 1:
         lines.append(
             f"  Not even one sample ({_small(per_sample)} in this tensor) fits in the "
-            f"{format_bytes(free)} free: the model needs less memory (smaller layers, float16), or more memory."
+            f"{format_mib(free)} free: the model needs less memory (smaller layers, float16), or more memory."
         )
         return None, first
     if fits >= first:
         batch = friendly(max(1, first // 2))
         lines.append(
-            f"  The tensor alone would fit in the {format_bytes(free)} free, but the rest of the step needs "
+            f"  The tensor alone would fit in the {format_mib(free)} free, but the rest of the step needs "
             f"room too: try batches of ~{batch} of {first}: jupyter_gpumem.batched(fn, x, ...) runs them for you."
         )
         return batch, first
     batch = friendly(fits)
     lines.append(
-        f"  Fix: a batch of at most ~{batch} of {first} fits in the {format_bytes(free)} free "
+        f"  Fix: a batch of at most ~{batch} of {first} fits in the {format_mib(free)} free "
         f"({_small(per_sample)} per sample in this tensor). jupyter_gpumem.batched(model.evaluate, x, y) "
         f"runs it in batches of that size and returns what the whole call would (or pass batch_size={batch})."
     )
@@ -180,7 +178,7 @@ def _small(size: float) -> str:
     """A per-sample size, which is often under a MiB."""
     if size < 1024:
         return f"{math.ceil(size)} bytes"
-    return f"{math.ceil(size / 1024)} KiB" if size < MiB else format_bytes(math.ceil(size))
+    return f"{math.ceil(size / 1024)} KiB" if size < MiB else format_mib(math.ceil(size))
 
 
 def _causes(
@@ -191,12 +189,10 @@ def _causes(
         others = sum(p.used_bytes or 0 for p in device.processes if not p.is_self)
         if others >= 0.1 * device.total_bytes:
             share = format_percent(others, device.total_bytes)
-            causes.append(
-                f"other processes hold {format_bytes(others)} of this GPU ({share}; %gpumem status lists them)"
-            )
+            causes.append(f"other processes hold {format_mib(others)} of this GPU ({share}; %gpumem status lists them)")
     if budget is not None and report.bytes is not None and report.bytes > budget:
         causes.append(
-            f"the budget is too small for this tensor alone ({format_bytes(budget)}): restart the kernel and ask "
+            f"the budget is too small for this tensor alone ({format_mib(budget)}): restart the kernel and ask "
             "for more with %gpumem, or use smaller batches"
         )
     # The frameworks that take their pool when they start (unless growth=on) say how to free it.
@@ -210,7 +206,7 @@ def _causes(
     if unused and unused >= (report.bytes or 0) // 2:
         intel = report.accelerator == "XPU"  # its allocator has no expandable segments
         causes.append(
-            f"PyTorch holds {format_bytes(unused)} reserved but unallocated, in pieces too small for this "
+            f"PyTorch holds {format_mib(unused)} reserved but unallocated, in pieces too small for this "
             f"request (fragmentation): torch.{'xpu' if intel else 'cuda'}.empty_cache() gives them back"
             + ("" if intel else "; %gpumem growth=on before CUDA starts (expandable segments) avoids it")
         )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Device
-from jupyter_gpumem.units import format_bytes, format_percent
+from jupyter_gpumem.units import format_mib, format_percent
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,8 @@ class Alerts:
             used, total = device.used_bytes, device.total_bytes
             where = f"GPU {device.index} {device.name or ''}".rstrip()
             # Not NVML's figure under this kernel's PID: say which it is (attribution.py).
-            uses = {"matched": f"{format_bytes(own)} (matched)", "estimated": f"about {format_bytes(own)} (estimated)"}
-            held = uses.get(figure.source, format_bytes(own))
+            uses = {"matched": f"{format_mib(own)} (matched)", "estimated": f"about {format_mib(own)} (estimated)"}
+            held = uses.get(figure.source, format_mib(own))
             if own is not None and budget:
                 share = own / budget
                 over = self._starts(OVER_BUDGET, device, share)
@@ -45,13 +45,13 @@ class Alerts:
                 if over:
                     lines.append(
                         f"jupyter-gpumem: this kernel uses {held} on {where}, "
-                        f"{format_bytes(own - budget)} over its {format_bytes(budget)} budget. "
+                        f"{format_mib(own - budget)} over its {format_mib(budget)} budget. "
                         "Run %gpumem explain to see why."
                     )
                 elif near:
                     lines.append(
                         f"jupyter-gpumem: this kernel uses {held} on {where}, "
-                        f"{format_percent(own, budget)} of its {format_bytes(budget)} budget."
+                        f"{format_percent(own, budget)} of its {format_mib(budget)} budget."
                     )
             if used is not None and total:
                 others = None if own is None else used - own
@@ -62,11 +62,11 @@ class Alerts:
                     holders = (
                         f"this kernel's own share is unknown ({figure.reason})"
                         if others is None
-                        else f"other processes hold {format_bytes(others)}"
+                        else f"other processes hold {format_mib(others)}"
                     )
                     lines.append(
                         f"jupyter-gpumem: {where} is {format_percent(used, total)} full "
-                        f"({format_bytes(used)} of {format_bytes(total)}); {holders}, so this kernel may run out of "
+                        f"({format_mib(used)} of {format_mib(total)}); {holders}, so this kernel may run out of "
                         "memory before its budget."
                     )
         return lines

@@ -65,9 +65,8 @@ CSS = """
 .jp-gpumem-view .jp-gpumem-notice {
   color: var(--jp-warn-color0, #b45f06); }
 .jp-gpumem-view .jp-gpumem-headline[data-level="error"] { color: var(--jp-error-color0, #b71c1c); }
-.jp-gpumem-view .jp-gpumem-source { font-size: var(--jp-ui-font-size0, 11px); color: var(--jp-ui-font-color2, #616161);
-  border: 1px solid var(--jp-border-color2, #ccc); border-radius: 2px; padding: 0 3px; margin-left: 6px;
-  font-weight: normal; vertical-align: middle; }
+.jp-gpumem-view .jp-gpumem-own[data-level="warn"] { color: var(--jp-warn-color0, #b45f06); }
+.jp-gpumem-view .jp-gpumem-limits { white-space: pre-line; }
 .jp-gpumem-view .jp-gpumem-detail { color: var(--jp-ui-font-color2, #616161); }
 .jp-gpumem-view .jp-gpumem-reason { color: var(--jp-error-color0, #b71c1c); }
 .jp-gpumem-view table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin-top: 4px; }
@@ -224,25 +223,20 @@ def header_html(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> st
     if gpu is None:
         parts.append("<div>The NVIDIA driver is loaded but reports no GPUs.</div>")
         return "".join(parts)
-    text, level = viewtext.headline(gpu, sample)
-    label = viewtext.source_label(gpu)
-    badge = (
-        f'<span class="jp-gpumem-source" title="{esc(label[1])}" data-source="{esc(label[0])}">{esc(label[0])}</span>'
-        if label
-        else ""
-    )
-    parts.append(f'<div class="jp-gpumem-headline" data-level="{level}">{esc(text)}{badge}</div>')
     for cls, line in (
+        ("headline", viewtext.headline(gpu, sample)),
+        ("detail jp-gpumem-own", viewtext.own_line(gpu)),
         ("detail jp-gpumem-note", viewtext.budget_note(gpu, sample)),
         ("detail jp-gpumem-breakdown", viewtext.breakdown(gpu, sample.get("framework"))),
         ("reason", viewtext.over_line(gpu)),
+        ("policy", viewtext.policy_line(sample)),
+        ("detail jp-gpumem-limits", viewtext.limit_lines(gpu, sample)),
+        ("detail jp-gpumem-device", viewtext.device_line(gpu)),
     ):
-        if line:
-            parts.append(f'<div class="jp-gpumem-{cls}">{esc(line)}</div>')
-    policy = viewtext.policy_line(sample)
-    if policy:
-        parts.append(f'<div class="jp-gpumem-policy" data-level="{policy[1]}">{esc(policy[0])}</div>')
-    parts.append(f'<div class="jp-gpumem-detail jp-gpumem-device">{esc(viewtext.device_line(gpu))}</div>')
+        text, level = (line, None) if line is None or isinstance(line, str) else line
+        if text:
+            data = f' data-level="{level}"' if level else ""
+            parts.append(f'<div class="jp-gpumem-{cls}"{data}>{esc(text)}</div>')
     return "".join(parts)
 
 

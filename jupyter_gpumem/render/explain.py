@@ -8,7 +8,7 @@ from jupyter_gpumem.budget.plan import GpuPlan, Plan
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.gpu.model import Device
-from jupyter_gpumem.units import format_bytes, format_percent
+from jupyter_gpumem.units import format_mib, format_percent
 
 
 def explain(reading: Reading) -> list[str]:
@@ -97,33 +97,33 @@ def _explain_figures(
         return [
             f"{head} this kernel's memory is N/A: the driver cannot tell per-process memory on this GPU "
             "(Windows WDDM, some MIG setups); it is unknown, not zero. The device as a whole shows "
-            f"{format_bytes(device.used_bytes)} used of {format_bytes(device.total_bytes)}."
+            f"{format_mib(device.used_bytes)} used of {format_mib(device.total_bytes)}."
         ]
     if hidden:
         return [
-            f"{head} this kernel holds {format_bytes(used)} on a GPU its policy hides: CUDA had already started "
+            f"{head} this kernel holds {format_mib(used)} on a GPU its policy hides: CUDA had already started "
             "here before the policy, and CUDA_VISIBLE_DEVICES is read only when CUDA starts. Restart the kernel "
             "and run %gpumem first."
         ]
     if gpu is None or gpu.budget_bytes is None:
-        return [f"{head} this kernel uses {format_bytes(used)}; no budget on this GPU."]
+        return [f"{head} this kernel uses {format_mib(used)}; no budget on this GPU."]
     split = reading.breakdowns.get(device.uuid or "")
     if reading.state.applied and split is not None and not split.in_force:
         return [
-            f"{head} this kernel uses {format_bytes(used)}; the {format_bytes(gpu.budget_bytes)} budget is not in "
+            f"{head} this kernel uses {format_mib(used)}; the {format_mib(gpu.budget_bytes)} budget is not in "
             f"force on this GPU, so nothing holds it there."
         ]
     budget, limit = gpu.budget_bytes, gpu.allocator_limit_bytes or gpu.budget_bytes
     share = format_percent(budget, gpu.total_bytes)
     if used <= budget:
         return [
-            f"{head} this kernel uses {format_bytes(used)} of its {format_bytes(budget)} budget "
-            f"({format_percent(used, budget)}); {share} of {format_bytes(gpu.total_bytes)} holds."
+            f"{head} this kernel uses {format_mib(used)} of its {format_mib(budget)} budget "
+            f"({format_percent(used, budget)}); {share} of {format_mib(gpu.total_bytes)} holds."
         ]
     over = used - budget
     lines = [
-        f"{head} this kernel uses {format_bytes(used)}; its budget is {format_bytes(budget)} ({share} of "
-        f"{format_bytes(gpu.total_bytes)}): {format_bytes(over)} over."
+        f"{head} this kernel uses {format_mib(used)}; its budget is {format_mib(budget)} ({share} of "
+        f"{format_mib(gpu.total_bytes)}): {format_mib(over)} over."
     ]
     pool = split.pool_bytes if split and split.pool_bytes is not None else limit
     outside = used - pool
@@ -132,29 +132,29 @@ def _explain_figures(
         measured = None  # the figure is the pool plus that overhead: nothing was measured against it now
     if measured:
         lines.append(
-            f"  Measured: {framework}'s pool holds {format_bytes(pool)}; NVML counts {format_bytes(outside)} more "
+            f"  Measured: {framework}'s pool holds {format_mib(pool)}; NVML counts {format_mib(outside)} more "
             "for this process."
         )
     aside = gpu.overhead
     if not plan.policy.strict:
         lines.append(
-            f"  strict=off caps only {framework}'s allocator pool at {format_bytes(limit)}. The CUDA context, the "
-            f"loaded modules and the cuDNN/cuBLAS handles and workspaces ({format_bytes(outside)} here) live outside "
+            f"  strict=off caps only {framework}'s allocator pool at {format_mib(limit)}. The CUDA context, the "
+            f"loaded modules and the cuDNN/cuBLAS handles and workspaces ({format_mib(outside)} here) live outside "
             f"that limit, so nvidia-smi shows more. Without strict=off, %gpumem gives the allocator the budget "
-            f"minus about {format_bytes(aside.bytes)} for them ({aside.describe()})."
+            f"minus about {format_mib(aside.bytes)} for them ({aside.describe()})."
         )
     else:
         lines.append(
-            f"  {framework}'s allocator is capped at {format_bytes(limit)}; the other {format_bytes(outside)} are the "
+            f"  {framework}'s allocator is capped at {format_mib(limit)}; the other {format_mib(outside)} are the "
             f"CUDA context, loaded modules and cuDNN/cuBLAS handles, outside its limit. That is "
-            f"{format_bytes(outside - aside.bytes)} more than the {format_bytes(aside.bytes)} set aside for them "
+            f"{format_mib(outside - aside.bytes)} more than the {format_mib(aside.bytes)} set aside for them "
             f"({aside.describe()}). Ask for a little less, or restart with CUDA_MODULE_LOADING=LAZY (set by "
             "%gpumem) if something set it to EAGER."
         )
     if measured:
         lines.append(
             f"  The next kernel with {framework} on this GPU model and driver sets aside the measured "
-            f"{format_bytes(measured.bytes)} by itself (remembered in the overhead cache)."
+            f"{format_mib(measured.bytes)} by itself (remembered in the overhead cache)."
         )
     return lines
 
@@ -166,8 +166,8 @@ def _per_gpu_usage(reading: Reading) -> list[str]:
         if own.holds:
             label = "" if own.source == "exact" else f" ({own.describe()})"
             lines.append(
-                f"  GPU {device.index} {device.name or ''}: this kernel uses {format_bytes(own.bytes)} of "
-                f"{format_bytes(device.total_bytes)}{label}."
+                f"  GPU {device.index} {device.name or ''}: this kernel uses {format_mib(own.bytes)} of "
+                f"{format_mib(device.total_bytes)}{label}."
             )
         elif own.bytes is None and own.pid is None and not device.lost:
             lines.append(

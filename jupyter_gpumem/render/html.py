@@ -18,7 +18,7 @@ from jupyter_gpumem.budget.privacy import others_line
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
 from jupyter_gpumem.render.text import LOST, NA_MEMORY, kernel_lines, printable, unlisted_note
-from jupyter_gpumem.units import format_bytes, format_percent, format_total
+from jupyter_gpumem.units import format_mib, format_percent, format_total
 
 # One stylesheet for every rich output, scoped to its class. JupyterLab's variables first, VS Code's next,
 # then a plain fallback.
@@ -139,15 +139,15 @@ def _device_html(device: Device, reading: Reading | None, stance: PidStance | No
         util = na("N/A (not reported in MIG mode)" if device.mig_enabled else "N/A", "the driver does not report it")
     parts.append(
         '<p class="jp-gpumem-memory">memory '
-        f'<span class="jp-gpumem-used">{figure(format_bytes(device.used_bytes))}</span> used of '
+        f'<span class="jp-gpumem-used">{figure(format_mib(device.used_bytes))}</span> used of '
         f'<span class="jp-gpumem-total">{figure(format_total(device.total_bytes))}</span> '
         f"({figure(format_percent(device.used_bytes, device.total_bytes))}) · "
-        f'<span class="jp-gpumem-free">{figure(format_bytes(device.free_bytes))}</span> free · utilisation {util}</p>'
+        f'<span class="jp-gpumem-free">{figure(format_mib(device.free_bytes))}</span> free · utilisation {util}</p>'
     )
     for slot, mig in enumerate(device.mig_devices):
         parts.append(
-            f"<p>MIG {slot} {esc(mig.uuid or 'uuid unknown')} {figure(format_bytes(mig.used_bytes))} used of "
-            f"{figure(format_bytes(mig.total_bytes))}</p>"
+            f"<p>MIG {slot} {esc(mig.uuid or 'uuid unknown')} {figure(format_mib(mig.used_bytes))} used of "
+            f"{figure(format_mib(mig.total_bytes))}</p>"
         )
     processes, others = reading.shown(device) if reading else (device.processes, None)
     if not device.processes_known:
@@ -166,7 +166,7 @@ def _device_html(device: Device, reading: Reading | None, stance: PidStance | No
         parts.extend(_process_row(p, matched) for p in rows)
         parts.append("</tbody></table>")
     if others and others.processes:
-        parts.append(f'<p class="jp-gpumem-others">{esc(others_line(others, format_bytes))}</p>')
+        parts.append(f'<p class="jp-gpumem-others">{esc(others_line(others, format_mib))}</p>')
     if any(p.used_bytes is None for p in device.processes):
         parts.append(f'<p class="jp-gpumem-muted">{esc(NA_MEMORY)}</p>')
     hidden = unlisted_bytes(device, stance)
@@ -192,7 +192,7 @@ def _process_row(proc: GpuProcess, matched: int | None) -> str:
     return (
         f'<tr class="{"jp-gpumem-self" if mine else ""}" data-pid="{proc.pid}">'
         f'<td class="jp-gpumem-num">{proc.pid}</td><td>{user}</td>'
-        f'<td class="jp-gpumem-num">{figure(format_bytes(proc.used_bytes))}</td>'
+        f'<td class="jp-gpumem-num">{figure(format_mib(proc.used_bytes))}</td>'
         f'<td class="jp-gpumem-num">{na(cpu, "the host cannot see this process") if cpu == "N/A" else esc(cpu)}</td>'
         f'<td>{esc(proc.kind)}</td><td title="{whole}"><span class="jp-gpumem-name">{name}</span>{badge}</td></tr>'
     )

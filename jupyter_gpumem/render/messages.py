@@ -12,7 +12,7 @@ from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.budget.policy import Policy
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.budget.state import State
-from jupyter_gpumem.units import format_bytes, format_percent
+from jupyter_gpumem.units import format_mib, format_percent
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -28,22 +28,22 @@ def plan_lines(plan: Plan) -> list[str]:
             lines.append(f"{head} {grows}")
         elif policy.strict:
             lines.append(
-                f"{head} budget {format_bytes(gpu.budget_bytes)} ({format_percent(gpu.budget_bytes, gpu.total_bytes)}"
-                f" of {format_bytes(gpu.total_bytes)}) as nvidia-smi counts it = allocator limit "
-                f"{format_bytes(gpu.allocator_limit_bytes)} + about {format_bytes(gpu.overhead_bytes)} "
+                f"{head} budget {format_mib(gpu.budget_bytes)} ({format_percent(gpu.budget_bytes, gpu.total_bytes)}"
+                f" of {format_mib(gpu.total_bytes)}) as nvidia-smi counts it = allocator limit "
+                f"{format_mib(gpu.allocator_limit_bytes)} + about {format_mib(gpu.overhead_bytes)} "
                 f"CUDA context and libraries ({gpu.overhead.describe()})"
                 + (", growing on demand up to the limit" if policy.growth else "")
             )
         else:
             line = (
-                f"{head} allocator limit {format_bytes(gpu.allocator_limit_bytes)} "
-                f"({format_percent(gpu.allocator_limit_bytes, gpu.total_bytes)} of {format_bytes(gpu.total_bytes)}); "
-                f"strict=off, so nvidia-smi will show about {format_bytes(gpu.overhead_bytes)} more"
+                f"{head} allocator limit {format_mib(gpu.allocator_limit_bytes)} "
+                f"({format_percent(gpu.allocator_limit_bytes, gpu.total_bytes)} of {format_mib(gpu.total_bytes)}); "
+                f"strict=off, so nvidia-smi will show about {format_mib(gpu.overhead_bytes)} more"
             )
             if gpu.ceiling_bytes is not None:
                 line += (
-                    f", which this server's ceiling of {format_bytes(gpu.ceiling_bytes)} here counts too: the limit is "
-                    f"lowered from {format_bytes(gpu.budget_bytes)} to keep both under it"
+                    f", which this server's ceiling of {format_mib(gpu.ceiling_bytes)} here counts too: the limit is "
+                    f"lowered from {format_mib(gpu.budget_bytes)} to keep both under it"
                 )
             lines.append(line)
     for device in plan.hidden:
@@ -93,7 +93,7 @@ def applied(state: State, share: Plan, notes: list[str]) -> list[str]:
     assert plan is not None
     lines = [f"jupyter-gpumem: applied {plan.policy.describe()} to {state.frameworks}.", *plan_lines(plan)]
     if len(state.adapters) > 1:
-        limits = [format_bytes(g.allocator_limit_bytes) for g in share.gpus if g.allocator_limit_bytes]
+        limits = [format_mib(g.allocator_limit_bytes) for g in share.gpus if g.allocator_limit_bytes]
         each = f" ({', '.join(limits)} each, per GPU)" if limits else ""
         lines.append(
             f"  {state.frameworks} are all imported in this kernel, so the policy applies to each, "
@@ -209,7 +209,7 @@ def now_lines(reading: Reading) -> list[str]:
         if own.bytes is None and own.pid is None:  # N/A under its own PID: the table says so
             lines.append(
                 f"  Now on GPU {device.index}: this kernel's memory is unknown ({own.reason}), so its "
-                f"{format_bytes(split.budget_bytes)} budget cannot be checked there."
+                f"{format_mib(split.budget_bytes)} budget cannot be checked there."
             )
             continue
         if split.own_bytes is None or not own.holds:
@@ -217,18 +217,18 @@ def now_lines(reading: Reading) -> list[str]:
         about = "about " if own.source == "estimated" else ""
         label = "" if own.source == "exact" else f" ({own.describe()})"
         line = (
-            f"  Now on GPU {device.index}: {about}{format_bytes(split.own_bytes)} as nvidia-smi counts it{label}, "
-            f"{format_percent(split.own_bytes, split.budget_bytes)} of the {format_bytes(split.budget_bytes)} budget"
+            f"  Now on GPU {device.index}: {about}{format_mib(split.own_bytes)} as nvidia-smi counts it{label}, "
+            f"{format_percent(split.own_bytes, split.budget_bytes)} of the {format_mib(split.budget_bytes)} budget"
         )
         if own.source == "estimated":
             pass  # the estimate is the pool plus the overhead: the label says so
         elif split.pool_known and split.pool_bytes is not None and split.overhead is not None:
             line += (
-                f" = {reading.framework} pool {format_bytes(split.pool_bytes)} + "
-                f"{format_bytes(split.own_bytes - split.pool_bytes)} outside it ({split.overhead.describe()})"
+                f" = {reading.framework} pool {format_mib(split.pool_bytes)} + "
+                f"{format_mib(split.own_bytes - split.pool_bytes)} outside it ({split.overhead.describe()})"
             )
         if split.reason:
-            line += f"; {format_bytes(split.over_bytes)} over: {split.reason}. %gpumem explain says what to change"
+            line += f"; {format_mib(split.over_bytes)} over: {split.reason}. %gpumem explain says what to change"
         lines.append(line + ".")
     return lines
 

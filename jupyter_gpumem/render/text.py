@@ -9,7 +9,7 @@ from jupyter_gpumem.budget.attribution import PidStance, pid_stance, unlisted_by
 from jupyter_gpumem.budget.privacy import others_line
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
-from jupyter_gpumem.units import format_bytes, format_percent, format_total
+from jupyter_gpumem.units import format_mib, format_percent, format_total
 
 _PROCESS_HEADER = f"{'PID':>8}  {'USER':<12} {'GPU MEMORY':>10}  {'CPU%':>5}  {'TYPE':<8}  NAME"
 _INDENT = "       "
@@ -24,10 +24,25 @@ NA_MEMORY = (
 )
 
 
+# Control characters (C0, DEL, C1), invisible formatting (the bidi overrides and isolates, zero widths, the
+# BOM), lone surrogates and the line and paragraph separators: a name from the GPU host holding one could
+# forge a line, a colour, or read backwards on screen. format.ts printable() escapes the same set
+# (tests/fixtures/golden/ pins that both do).
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
 def printable(text: str) -> str:
-    """Text from the GPU host (process names, users) with control characters made visible, so a
-    hostile name cannot forge lines or colours in the output."""
-    return "".join(c if unicodedata.category(c)[0] != "C" else c.encode("unicode_escape").decode("ascii") for c in text)
+    """Text from the GPU host (process names, users, GPU names) with every character that could forge a line
+    or reorder the text written as an escape ("\\u202e"); everything else, non-ASCII included, as it is."""
+    return "".join(_escape(c) if unicodedata.category(c) in _UNPRINTABLE else c for c in text)
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    if c in _NAMED:
+        return _NAMED[c]
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _process_line(proc: GpuProcess, matched: int | None) -> str:
@@ -35,7 +50,7 @@ def _process_line(proc: GpuProcess, matched: int | None) -> str:
     user = printable(proc.user) if proc.user else "N/A"
     name = printable(proc.name) if proc.name else "N/A"
     mark = "  <- this kernel" if proc.is_self else "  <- this kernel (matched)" if proc.pid == matched else ""
-    return f"{proc.pid:>8}  {user[:12]:<12} {format_bytes(proc.used_bytes):>10}  {cpu:>5}  {proc.kind:<8}  {name}{mark}"
+    return f"{proc.pid:>8}  {user[:12]:<12} {format_mib(proc.used_bytes):>10}  {cpu:>5}  {proc.kind:<8}  {name}{mark}"
 
 
 def _device_lines(device: Device, stance: PidStance | None, reading: Reading | None) -> list[str]:
@@ -53,14 +68,14 @@ def _device_lines(device: Device, stance: PidStance | None, reading: Reading | N
         else "N/A"
     )
     lines.append(
-        f"{_INDENT}memory {format_bytes(device.used_bytes)} used of {format_total(device.total_bytes)}"
+        f"{_INDENT}memory {format_mib(device.used_bytes)} used of {format_total(device.total_bytes)}"
         f" ({format_percent(device.used_bytes, device.total_bytes)})"
-        f" · {format_bytes(device.free_bytes)} free · utilisation {util}"
+        f" · {format_mib(device.free_bytes)} free · utilisation {util}"
     )
     for slot, mig in enumerate(device.mig_devices):
         lines.append(
             f"{_INDENT}MIG {slot}  {printable(mig.uuid or 'uuid unknown')}  "
-            f"{format_bytes(mig.used_bytes)} used of {format_bytes(mig.total_bytes)}"
+            f"{format_mib(mig.used_bytes)} used of {format_mib(mig.total_bytes)}"
         )
     processes, others = reading.shown(device) if reading else (device.processes, None)
     if not device.processes_known:
@@ -75,7 +90,7 @@ def _device_lines(device: Device, stance: PidStance | None, reading: Reading | N
         matched = own.pid if own and own.source == "matched" else None
         lines.extend(_INDENT + _process_line(p, matched) for p in rows)
     if others and others.processes:
-        lines.append(_INDENT + printable(others_line(others, format_bytes)))
+        lines.append(_INDENT + printable(others_line(others, format_mib)))
     if any(p.used_bytes is None for p in device.processes):
         lines.append(_INDENT + NA_MEMORY)
     hidden = unlisted_bytes(device, stance)
@@ -90,7 +105,7 @@ def unlisted_note(hidden: int, stance: PidStance | None) -> str:
         if stance == "translated"
         else "processes the driver does not list (other containers', perhaps this one's)"
     )
-    return f"not listed: {format_bytes(hidden)} in use that no listed process accounts for: {whose}"
+    return f"not listed: {format_mib(hidden)} in use that no listed process accounts for: {whose}"
 
 
 def render(snapshot: Snapshot, reading: Reading | None = None) -> str:
@@ -157,9 +172,9 @@ def kernel_lines(snapshot: Snapshot, stance: PidStance | None, reading: Reading 
         if own.source == "exact" or (own.source == "unknown" and own.pid is not None):
             continue  # the table shows it (N/A included)
         if own.source == "matched":
-            told = f"this kernel holds {format_bytes(own.bytes)} (matched: {own.reason})"
+            told = f"this kernel holds {format_mib(own.bytes)} (matched: {own.reason})"
         elif own.source == "estimated":
-            told = f"this kernel holds about {format_bytes(own.bytes)} (estimated: {own.reason})"
+            told = f"this kernel holds about {format_mib(own.bytes)} (estimated: {own.reason})"
         else:
             told = f"this kernel's memory is unknown, not 0: {own.because}"
         lines.append(f"  GPU {device.index}: {printable(told)}.")

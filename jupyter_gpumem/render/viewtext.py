@@ -1,6 +1,8 @@
 """The inline view's lines, from a protocol sample: the same words as the sidebar's (labextension/src/
-format.ts), so a user sees one wording in the sidebar, the status bar and the cell output. Pure; the
-view (widget.py) only places them. Bytes in binary units as nvidia-smi counts them; None is "N/A", never 0.
+format.ts), so a user sees one wording in the sidebar, the status bar and the cell output. The golden fixture
+(tests/fixtures/golden/) is the contract: both test suites check every case's lines against it. Pure; the view
+(widget.py) only places them. Bytes in binary units as nvidia-smi counts them; None is "N/A", never 0; every
+string from the kernel's sample through `printable`.
 """
 
 from __future__ import annotations
@@ -10,21 +12,14 @@ import time
 from typing import Any, Literal
 
 from jupyter_gpumem.budget.privacy import from_sample, others_line
-from jupyter_gpumem.units import GiB, MiB
+from jupyter_gpumem.render.text import printable
+from jupyter_gpumem.units import GiB, MiB, format_gib_or_mib
 
 Level = Literal["ok", "warn", "error"]
 Gpu = dict[str, Any]
 Sample = dict[str, Any]
 
 WARN_AT = 0.9  # at or above this share of the budget the headline turns to the warning colour (format.ts)
-
-
-def format_bytes(value: int | float | None) -> str:
-    if value is None:
-        return "N/A"
-    if value >= GiB:
-        return f"{value / GiB:.1f} GiB"
-    return f"{round(value / MiB)} MiB"
 
 
 def gpu_key(gpu: Gpu) -> str:
@@ -45,23 +40,17 @@ def choose_gpu(gpus: list[Gpu], shown: str | None) -> str | None:
     return None if pick is None else gpu_key(pick)
 
 
-def gpu_option(gpu: Gpu) -> str:
-    if gpu["lost"]:
-        return f"GPU {gpu['index']}: lost"
-    return f"GPU {gpu['index']}: {gpu['name'] or 'unknown'}"
-
-
 def simulated_banner(scenario: str | None) -> str | None:
-    return f"SIMULATED GPU — stand-in NVML ({os.path.basename(scenario)})" if scenario else None
+    return f"SIMULATED GPU — stand-in NVML ({printable(os.path.basename(scenario))})" if scenario else None
 
 
 def device_line(gpu: Gpu) -> str:
+    name = printable(gpu["name"]) if gpu.get("name") is not None else None
     if gpu["lost"]:
-        name = f" {gpu['name']}" if gpu.get("name") else ""
-        return f"GPU {gpu['index']}{name}: lost (fell off the bus; it needs a reset)"
+        return f"GPU {gpu['index']}{'' if name is None else ' ' + name}: lost (fell off the bus; it needs a reset)"
     return (
-        f"GPU {gpu['index']} · {gpu['name'] or 'unknown'} · {format_bytes(gpu['used_bytes'])} of "
-        f"{format_bytes(gpu['total_bytes'])} used"
+        f"GPU {gpu['index']} · {name or 'unknown'} · {format_gib_or_mib(gpu['used_bytes'])} of "
+        f"{format_gib_or_mib(gpu['total_bytes'])} used"
     )
 
 
@@ -76,34 +65,58 @@ def headline(gpu: Gpu, sample: Sample) -> tuple[str, Level]:
     if gpu["lost"]:
         return f"GPU {gpu['index']} is lost: N/A", "error"
     if gpu.get("hidden"):
-        return f"Hidden from this kernel by its policy ({sample.get('policy') or 'gpus='})", "ok"
+        return f"Hidden from this kernel by its policy ({printable(sample.get('policy') or 'gpus=')})", "ok"
     if budget is None:
         if own is None:
             return "N/A used by this kernel (the driver cannot tell)", "ok"
-        return f"{format_bytes(own)} used by this kernel", "ok"
+        return f"{format_gib_or_mib(own)} used by this kernel", "ok"
     unheld = [] if gpu.get("in_force") else ["not in force"]
     if own is None:
         why = [*unheld, "the driver cannot tell this kernel's memory"]
-        return f"N/A of {format_bytes(budget)} budget ({'; '.join(why)})", "ok"
+        return f"N/A of {format_gib_or_mib(budget)} budget ({'; '.join(why)})", "ok"
     unit, digits, name = (GiB, 1, "GiB") if budget >= GiB else (MiB, 0, "MiB")
     share = f"{round(own / budget * 100)}%" if budget > 0 else "∞"
     text = f"{own / unit:.{digits}f} of {budget / unit:.{digits}f} {name} budget ({', '.join([share, *unheld])})"
     return text, _level(own, budget)
 
 
-def source_label(gpu: Gpu) -> tuple[str, str] | None:
-    """What this kernel's figure rests on, for the label under the headline, and why (its tooltip);
-    None on a lost or hidden GPU."""
-    if gpu["lost"] or gpu.get("hidden"):
+def own_line(gpu: Gpu) -> tuple[str, Level] | None:
+    """ "Exact: NVML lists this kernel's PID": how this kernel's figure is known, in the kernel's words after
+    its label; None from a kernel that does not say (never a guess), or on a lost or hidden GPU."""
+    source = gpu.get("own_source")
+    if gpu["lost"] or gpu.get("hidden") or source is None:
         return None
-    source = gpu.get("own_source") or "exact"
-    return source, str(gpu.get("own_reason") or "")
+    label = source.capitalize()
+    text = f"{label}: {printable(gpu['own_reason'])}" if gpu.get("own_reason") else label
+    return text, "warn" if source == "unknown" else "ok"
 
 
 def budget_note(gpu: Gpu, sample: Sample) -> str | None:
     if gpu["lost"] or gpu.get("hidden") or gpu.get("budget_bytes") is not None:
         return None
-    return f"No budget set — {sample.get('takes') or 'a framework takes its default amount when it starts'}"
+    return f"No budget set — {printable(sample.get('takes') or 'a framework takes its default amount when it starts')}"
+
+
+def limit_lines(gpu: Gpu, sample: Sample) -> str | None:
+    """What holds this kernel on the GPU, the memory the driver lists under no process, and the kernel's note
+    on its limits: one line each."""
+    lines = []
+    if not gpu["lost"]:
+        kind = gpu.get("limit_kind")
+        if kind == "mig":
+            lines.append("Hard limit: a MIG partition")
+        elif kind == "mps":
+            lines.append("Hard limit: MPS, per process")
+        elif kind == "cooperative" and gpu.get("budget_bytes") is not None:
+            lines.append("Cooperative limit (%gpumem): code that bypasses it is not held")
+        if gpu.get("unlisted_bytes") is not None:
+            lines.append(
+                f"Not listed: {format_gib_or_mib(gpu['unlisted_bytes'])} the driver uses for processes it hides "
+                "(other containers’)"
+            )
+    if sample.get("limit_note"):
+        lines.append(printable(sample["limit_note"]))
+    return "\n".join(lines) or None
 
 
 def breakdown(gpu: Gpu, framework: str | None) -> str | None:
@@ -123,24 +136,22 @@ def breakdown(gpu: Gpu, framework: str | None) -> str | None:
     if gpu.get("pool_known") and gpu.get("own_bytes") is not None:
         outside = max(0, gpu["own_bytes"] - gpu["pool_bytes"])
         return (
-            f"{who} pool {format_bytes(gpu['pool_bytes'])} + {format_bytes(outside)} outside it ({source}) = "
-            f"{format_bytes(gpu['own_bytes'])}"
+            f"{who} pool {format_gib_or_mib(gpu['pool_bytes'])} + {format_gib_or_mib(outside)} outside it ({source}) = "
+            f"{format_gib_or_mib(gpu['own_bytes'])}"
         )
-    return (
-        f"{who} limit {format_bytes(gpu['pool_bytes'])} + {format_bytes(gpu['overhead_bytes'])} set aside for "
-        f"CUDA and libraries ({source})"
-    )
+    pool, aside = format_gib_or_mib(gpu["pool_bytes"]), format_gib_or_mib(gpu["overhead_bytes"])
+    return f"{who} limit {pool} + {aside} set aside for CUDA and libraries ({source})"
 
 
 def over_line(gpu: Gpu) -> str | None:
-    return f"Over budget: {gpu['over_reason']}" if gpu.get("over_reason") and not gpu.get("hidden") else None
+    return f"Over budget: {printable(gpu['over_reason'])}" if gpu.get("over_reason") and not gpu.get("hidden") else None
 
 
 def policy_line(sample: Sample) -> tuple[str, Level] | None:
     if sample.get("policy") is None:
         return None
-    note = sample.get("policy_note")
-    text = f"Policy: {sample['policy']} — {note}" if note else f"Policy: {sample['policy']}"
+    policy, note = printable(sample["policy"]), sample.get("policy_note")
+    text = f"Policy: {policy} — {printable(note)}" if note else f"Policy: {policy}"
     return text, "warn" if sample.get("policy_state") == "not_in_force" else "ok"
 
 
@@ -155,7 +166,7 @@ def process_note(gpu: Gpu) -> str | None:
 def others_note(gpu: Gpu) -> str | None:
     """Other users' processes, where privacy shows them as one figure (format.ts othersNote)."""
     others = from_sample(gpu.get("others"))
-    return others_line(others, format_bytes) if others and others.processes else None
+    return printable(others_line(others, format_gib_or_mib)) if others and others.processes else None
 
 
 def process_cells(p: dict[str, Any]) -> dict[str, str]:
@@ -165,24 +176,16 @@ def process_cells(p: dict[str, Any]) -> dict[str, str]:
     cpu = p.get("cpu_percent")
     return {
         "pid": str(p["pid"]),
-        "name": "N/A" if p.get("name") is None else str(p["name"]),
-        "user": "N/A" if p.get("user") is None else str(p["user"]),
+        "name": "N/A" if p.get("name") is None else printable(p["name"]),
+        "user": "N/A" if p.get("user") is None else printable(p["user"]),
         "used": "N/A" if p.get("used_bytes") is None else str(round(p["used_bytes"] / MiB)),
         "cpu": f"{cpu:.1f}" if cpu is not None else "…" if pending else "N/A",
     }
 
 
-def mark_title(t: float, reason: str | None) -> str:
-    return f"Over budget from {clock(t)}: {reason}" if reason else f"Over budget from {clock(t)}"
-
-
 def clock(t: float) -> str:
     """ "14:03:27", the kernel's local time."""
     return time.strftime("%H:%M:%S", time.localtime(t))
-
-
-def total_above(total: float) -> str:
-    return f"device total {format_bytes(total)} ↑"
 
 
 CHART_LABELS = {
@@ -191,7 +194,3 @@ CHART_LABELS = {
     "budget": "budget",
     "total": "device total",
 }
-
-
-def framework_label(framework: str | None) -> str:
-    return f"{framework} in use" if framework else "framework in use"

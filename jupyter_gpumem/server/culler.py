@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 from jupyter_gpumem.server.figures import Figures, Kernel
-from jupyter_gpumem.units import GiB
+from jupyter_gpumem.units import GiB, format_duration
 
 # Between the shutdown notice and the shutdown: the kernel samples (and relays the notice) every second,
 # so this gives it at least two samples to show the user why.
@@ -157,7 +157,7 @@ def _noticed(episode: Episode) -> bool:
 def notice(action: Action, now: float) -> dict[str, object]:
     """The notice file's content for a warn or shutdown_notice action decided at ``now`` (docs/server.md)."""
     held = amount(action.held_bytes)
-    idle = duration(action.idle_s)
+    idle = format_duration(action.idle_s)
     if action.kind == "warn" and action.shutdown_at is None:
         kind = "idle_warning"
         text = (
@@ -166,7 +166,7 @@ def notice(action: Action, now: float) -> dict[str, object]:
         )
     elif action.kind == "warn" and action.shutdown_at is not None:
         kind = "idle_warning"
-        idle_then = duration(action.shutdown_at - (now - action.idle_s))
+        idle_then = format_duration(action.shutdown_at - (now - action.idle_s))
         text = (
             f"This kernel has held {held} of GPU memory while idle for {idle}; it will be shut down at "
             f"{clock(action.shutdown_at, now)} (after {idle_then} idle) unless it runs something. Save your work; "
@@ -183,16 +183,6 @@ def notice(action: Action, now: float) -> dict[str, object]:
 
 def amount(held_bytes: int) -> str:
     return f"{held_bytes / GiB:.1f} GiB"
-
-
-def duration(seconds: float) -> str:
-    """ "45 s", "30 min", "2 h 5 min": as people say an idle time."""
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    minutes = round(seconds / 60)
-    if minutes < 120:
-        return f"{minutes} min"
-    return f"{minutes // 60} h {minutes % 60} min" if minutes % 60 else f"{minutes // 60} h"
 
 
 def clock(t: float, now: float) -> str:

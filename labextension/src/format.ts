@@ -62,7 +62,7 @@ export function simulatedBanner(scenario: string | null, trans: Trans): string {
   return scenario
     ? trans.__(
         'SIMULATED GPU — stand-in NVML (%1)',
-        scenario.split('/').pop() ?? scenario
+        printable(scenario.split('/').pop() ?? scenario)
       )
     : '';
 }
@@ -116,7 +116,11 @@ export function gpuOption(
   if (gpu.lost) {
     return trans.__('GPU %1: lost', gpu.index);
   }
-  return trans.__('GPU %1: %2', gpu.index, gpu.name ?? trans.__('unknown'));
+  return trans.__(
+    'GPU %1: %2',
+    gpu.index,
+    gpu.name === null ? trans.__('unknown') : printable(gpu.name)
+  );
 }
 
 /** "GPU 0 · NVIDIA A100-SXM4-40GB · 16.1 GiB of 40.0 GiB used", the whole device. */
@@ -130,13 +134,13 @@ export function deviceLine(
       : trans.__(
           'GPU %1 %2: lost (fell off the bus; it needs a reset)',
           gpu.index,
-          gpu.name
+          printable(gpu.name)
         );
   }
   return trans.__(
     'GPU %1 · %2 · %3 of %4 used',
     gpu.index,
-    gpu.name ?? trans.__('unknown'),
+    gpu.name === null ? trans.__('unknown') : printable(gpu.name),
     formatBytes(gpu.usedBytes, trans),
     formatBytes(gpu.totalBytes, trans)
   );
@@ -182,7 +186,7 @@ export function headline(
     return {
       text: trans.__(
         'Hidden from this kernel by its policy (%1)',
-        sample.policy ?? 'gpus='
+        printable(sample.policy ?? 'gpus=')
       ),
       level: 'ok'
     };
@@ -240,8 +244,10 @@ export function budgetNote(
   }
   return trans.__(
     'No budget set — %1',
-    sample.takes ??
-      trans.__('a framework takes its default amount when it starts')
+    printable(
+      sample.takes ??
+        trans.__('a framework takes its default amount when it starts')
+    )
   );
 }
 
@@ -309,8 +315,12 @@ export function policyLine(
   }
   return {
     text: sample.policyNote
-      ? trans.__('Policy: %1 — %2', sample.policy, sample.policyNote)
-      : trans.__('Policy: %1', sample.policy),
+      ? trans.__(
+          'Policy: %1 — %2',
+          printable(sample.policy),
+          printable(sample.policyNote)
+        )
+      : trans.__('Policy: %1', printable(sample.policy)),
     level: sample.policyState === 'not_in_force' ? 'warn' : 'ok'
   };
 }
@@ -335,7 +345,9 @@ export function ownLine(
   };
   const label = labels[gpu.ownSource];
   return {
-    text: gpu.ownReason ? trans.__('%1: %2', label, gpu.ownReason) : label,
+    text: gpu.ownReason
+      ? trans.__('%1: %2', label, printable(gpu.ownReason))
+      : label,
     level: gpu.ownSource === 'unknown' ? 'warn' : 'ok'
   };
 }
@@ -379,8 +391,39 @@ export function overLine(
   trans: Trans
 ): string | null {
   return gpu.overReason && !gpu.hidden
-    ? trans.__('Over budget: %1', gpu.overReason)
+    ? trans.__('Over budget: %1', printable(gpu.overReason))
     : null;
+}
+
+/** The lines the sidebar and the inline view show of one GPU under the banner, in view.ts's order. */
+export type ViewLine =
+  | 'headline'
+  | 'own'
+  | 'note'
+  | 'breakdown'
+  | 'reason'
+  | 'policy'
+  | 'limits'
+  | 'device';
+
+/** Each line's text (and colour); null hides it. viewtext.py says the same for the inline view's
+ * still picture: tests/fixtures/golden/ holds the words both must show. */
+export function viewLines(
+  sample: ISample,
+  gpu: IGpu,
+  trans: Trans
+): Record<ViewLine, ILine | string | null> {
+  const limits = [...limitLines(gpu, trans), printable(sample.limitNote ?? '')];
+  return {
+    headline: headline(gpu, sample, trans),
+    own: ownLine(gpu, trans),
+    note: budgetNote(gpu, sample, trans),
+    breakdown: breakdown(gpu, sample.framework, trans),
+    reason: overLine(gpu, trans),
+    policy: policyLine(sample, trans),
+    limits: limits.filter(line => line).join('\n') || null,
+    device: deviceLine(gpu, trans)
+  };
 }
 
 /** The chart's names for its lines, the legend's and the hover's. */
@@ -505,17 +548,31 @@ export interface ICells {
   badge: string;
 }
 
-/** Control characters in a name from the GPU host, as escapes: a row stays one line, and the
- * name stays visible data. Spaces are kept as they are. */
-export function printable(name: string): string {
-  // eslint-disable-next-line no-control-regex
-  return name.replace(/[\u0000-\u001f\u007f-\u009f]/g, c =>
-    c === '\t'
-      ? '\\t'
-      : c === '\n'
-        ? '\\n'
-        : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`
+/** Control characters (C0, DEL, C1), invisible formatting (bidi overrides, isolates and marks, zero
+ * widths, the BOM), lone surrogates and the line and paragraph separators: a string from the GPU host
+ * holding one could forge a line or read backwards on screen. The same set as render/text.py's
+ * printable() (tests/fixtures/golden/ pins that both escape it alike). */
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
+const NAMED: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+
+function escape(c: string): string {
+  const code = c.codePointAt(0) ?? 0;
+  const hex = code.toString(16);
+  return (
+    NAMED[c] ??
+    (code <= 0xff
+      ? `\\x${hex.padStart(2, '0')}`
+      : code <= 0xffff
+        ? `\\u${hex.padStart(4, '0')}`
+        : `\\U${hex.padStart(8, '0')}`)
   );
+}
+
+/** A string from the GPU host (a process name, a user, a GPU name, the kernel's sentences about
+ * them) with those characters written as escapes ("\\u202e"): a row stays one line and reads in
+ * its own order. Everything else, non-ASCII included, stays as it is. */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, escape);
 }
 
 /** A row: MiB as nvidia-smi's process table counts them, CPU% to one decimal; N/A where the
@@ -572,7 +629,7 @@ export function othersNote(
   const each = others.users.map(u =>
     trans.__(
       '%1: %2, %3',
-      u.user ?? trans.__('user unknown'),
+      u.user === null ? trans.__('user unknown') : printable(u.user),
       processCount(u.processes, trans),
       formatBytes(u.usedBytes, trans)
     )

@@ -11,16 +11,11 @@ import { element } from './dom';
 import {
   ILine,
   Trans,
-  breakdown,
-  budgetNote,
-  deviceLine,
+  ViewLine,
   gpuOption,
-  headline,
-  limitLines,
-  overLine,
-  ownLine,
-  policyLine,
-  simulatedBanner
+  printable,
+  simulatedBanner,
+  viewLines
 } from './format';
 import { ISeries, gpuKey } from './history';
 import { IGpu, ISample } from './protocol';
@@ -78,17 +73,7 @@ export class MemoryView {
   readonly body: HTMLElement;
   private readonly _banner: HTMLElement;
   private readonly _notice: HTMLElement;
-  private readonly _lines: Record<
-    | 'headline'
-    | 'own'
-    | 'note'
-    | 'breakdown'
-    | 'reason'
-    | 'policy'
-    | 'limits'
-    | 'device',
-    HTMLElement
-  >;
+  private readonly _lines: Record<ViewLine, HTMLElement>;
   private readonly _chartBox: HTMLElement;
   private readonly _chart: Chart;
   private readonly _table: ProcessTable;
@@ -129,7 +114,7 @@ export class MemoryView {
       simulatedBanner(latest?.simulated ?? null, this._trans)
     );
     this._banner.title = latest?.simulated ?? '';
-    setLine(this._notice, latest?.notice?.text ?? null);
+    setLine(this._notice, printable(latest?.notice?.text ?? ''));
   }
 
   /** One GPU's figures from the latest sample; `series` its history; `stale`: the figures on show are
@@ -144,15 +129,10 @@ export class MemoryView {
     const trans = this._trans;
     const n = this._lines;
     this.body.classList.toggle('jp-mod-stale', stale);
-    setLine(n.headline, headline(gpu, latest, trans));
-    setLine(n.own, ownLine(gpu, trans));
-    setLine(n.note, budgetNote(gpu, latest, trans));
-    setLine(n.breakdown, breakdown(gpu, latest.framework, trans));
-    setLine(n.reason, overLine(gpu, trans));
-    setLine(n.policy, policyLine(latest, trans));
-    const limits = [...limitLines(gpu, trans), latest.limitNote ?? ''];
-    setLine(n.limits, limits.filter(line => line).join('\n') || null);
-    setLine(n.device, deviceLine(gpu, trans));
+    const lines = viewLines(latest, gpu, trans);
+    for (const name of Object.keys(n) as ViewLine[]) {
+      setLine(n[name], lines[name]);
+    }
     this._chartBox.hidden = gpu.lost; // no figures to draw: no chart, no legend
     this._table.render(gpu, stale);
     if (!gpu.lost) {

@@ -49,14 +49,13 @@ def test_the_view_says_what_the_sidebar_says_for_the_same_sample():
     assert viewtext.device_line(gpu1) == "GPU 1 · NVIDIA GeForce GTX 1080 · 4.8 GiB of 8.0 GiB used"
     assert viewtext.headline(gpu0, S1) == ("Hidden from this kernel by its policy (fraction=0.5 gpus=1)", "ok")
     assert viewtext.choose_gpu(S1["gpus"], None) == gpu1["uuid"]  # the one with a budget
-    assert viewtext.source_label(gpu1) == ("exact", "NVML lists this kernel's PID")
+    assert viewtext.own_line(gpu1) == ("Exact: NVML lists this kernel's PID", "ok")
 
 
 def test_lost_na_and_simulated_read_as_in_the_sidebar():
     lost = LOST["gpus"][1]
     assert viewtext.headline(lost, LOST) == ("GPU 1 is lost: N/A", "error")
     assert viewtext.device_line(lost) == "GPU 1 NVIDIA A10: lost (fell off the bus; it needs a reset)"
-    assert viewtext.gpu_option(lost) == "GPU 1: lost"
     assert viewtext.process_note(lost) == "This GPU is lost: no figures until it is reset."
     assert viewtext.breakdown(lost, LOST["framework"]) is None
     unknown = {**S1["gpus"][1], "own_bytes": None, "in_force": False}
@@ -80,11 +79,11 @@ def test_the_views_html_escapes_every_host_string_and_marks_this_kernel():
     assert table.index('data-pid="4242"') < table.index('data-pid="6200"') < table.index('data-pid="1204"')  # N/A last
     header = header_html(S1, gpu1)
     assert 'data-level="error"' in header and "4.1 of 4.0 GiB budget (103%)" in header
-    assert 'data-source="exact"' in header
+    assert "Exact: NVML lists this kernel&#x27;s PID" in header
     hostile = {**S1, "simulated": '"><img src=x onerror=alert(1)>'}
     assert "<img" not in header_html(hostile, gpu1)
     lost = header_html(LOST, LOST["gpus"][1])
-    assert 'data-level="error"' in lost and "GPU 1 is lost: N/A" in lost and "data-source" not in lost
+    assert 'data-level="error"' in lost and "GPU 1 is lost: N/A" in lost and "Exact" not in lost
     assert "This GPU is lost" in table_html(LOST["gpus"][1])
 
 
@@ -137,7 +136,6 @@ def test_an_hours_history_is_drawn_with_at_most_one_point_per_pixel_and_the_tota
     assert data is not None and len(data.t) <= 600
     assert data.lines["own"][-1] == pytest.approx(2.0)  # in the scale's unit, GiB
     assert not data.total_fits and data.total == 8 * GiB  # 8 GiB device above a 5 GiB scale: a note
-    assert viewtext.total_above(data.total) == "device total 8.0 GiB ↑"
     still = snapshot_html(S1, S1["gpus"][1], history, 3600.0)
     assert "<svg" in still and "polyline" in still and "<img" not in still
 

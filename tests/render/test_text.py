@@ -76,3 +76,6 @@ def test_hostile_process_names_are_text_and_cannot_forge_lines(scenario):
 def test_printable_keeps_ordinary_unicode():
     assert printable("Tesla V100 – 显卡") == "Tesla V100 – 显卡"
     assert printable("a\nb\tc") == "a\\nb\\tc"
+    assert (
+        printable("\u202egnp.exe \u2066a\u2069 b\u2028c \udcff") == "\\u202egnp.exe \\u2066a\\u2069 b\\u2028c \\udcff"
+    )

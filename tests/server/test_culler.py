@@ -19,7 +19,7 @@ import pytest
 from server_fixtures import Server, running_server, wait_for
 
 from jupyter_gpumem.server import GpumemServer
-from jupyter_gpumem.server.culler import GRACE_S, Action, Episode, Settings, decide, duration, held_bytes, notice
+from jupyter_gpumem.server.culler import GRACE_S, Action, Episode, Settings, decide, held_bytes, notice
 from jupyter_gpumem.server.figures import Figures, Kernel, KernelGpu
 from jupyter_gpumem.units import GiB, MiB
 from jupyter_gpumem.wire.report import notice_path
@@ -172,12 +172,6 @@ def test_a_failed_nvml_reading_decides_nothing() -> None:
     state, _ = run(WARN_AND_SHUT, [30], kernel())
     after, actions = decide(view(kernel(gpus=()), problem="NVML: driver not loaded"), WARN_AND_SHUT, state, T0 + 99)
     assert (after, actions) == (state, [])
-
-
-def test_durations_read_as_people_say_them() -> None:
-    assert [duration(s) for s in (2.4, 59, 60, 30 * 60, 119 * 60, 120 * 60, 125 * 60)] == [
-        "2 s", "59 s", "1 min", "30 min", "119 min", "2 h", "2 h 5 min",
-    ]  # fmt: skip
 
 
 def test_the_settings_come_from_the_environment_a_spawner_sets_and_a_bad_value_is_off(

@@ -347,6 +347,17 @@ test('names keep their spaces; control characters show as escapes, so a row stay
   assert.equal(cells.user, 'bo b');
 });
 
+test('a name holding a bidi override reads in its own order, escaped as %gpumem status escapes it', () => {
+  assert.equal(printable('\u202egnp.exe'), '\\u202egnp.exe');
+  assert.equal(
+    printable('\u2066a\u2069 \u200eb\u200f \u2028 \ufeff 🚀 显卡'),
+    '\\u2066a\\u2069 \\u200eb\\u200f \\u2028 \\ufeff 🚀 显卡'
+  );
+  assert.equal(printable('\udcff \u{e0001}'), '\\udcff \\U000e0001');
+  const gpu = { index: 0, name: 'A10 \u202e', lost: false };
+  assert.equal(gpuOption(gpu, trans), 'GPU 0: A10 \\u202e');
+});
+
 test('the process note: lost, or processes the driver does not list', () => {
   assert.equal(
     processNote({ lost: true, processesKnown: false }, trans),

@@ -1,0 +1,190 @@
+"""The cases behind tests/fixtures/golden/: one Reading each, and the words every surface shows of it.
+
+Each fixture holds the protocol sample the Reading encodes to (what the sidebar and the live inline view
+get) and, per surface, the text expected: ``view`` (per GPU: the lines of format.ts's viewLines and the
+process cells, checked by tests/ts/golden.test.ts against format.ts and by tests/render/test_golden.py against
+viewtext.py), ``inline_still`` (the visible lines of the inline view's still picture), ``status_text`` and
+``status_html`` (the visible lines of `%gpumem status`). The tests compare; only a person regenerates, after
+reading the difference: ``python tests/golden_cases.py`` (with PYTHONPATH as for the tests).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from protocol_fixtures import (
+    GPU_A,
+    IDLE_NOTICE,
+    OWN_PID,
+    container_reading,
+    hidden_reading,
+    lost_reading,
+    no_driver_reading,
+    no_plan,
+    privacy_reading,
+    s1_reading,
+)
+
+from jupyter_gpumem.budget.reading import Reading
+from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
+from jupyter_gpumem.kernel.protocol import encode_sample, sample_message
+from jupyter_gpumem.kernel.widget import header_html, table_html
+from jupyter_gpumem.render import viewtext
+from jupyter_gpumem.render.html import status_html
+from jupyter_gpumem.render.text import render
+from jupyter_gpumem.units import GiB, MiB
+
+GOLDEN = Path(__file__).parent / "fixtures" / "golden"
+
+# Names a GPU host can hold, each a way to make a view lie: reorder itself on screen (bidi overrides,
+# isolates, marks), forge a line or a colour (C0, C1, the Unicode separators), hide (zero widths, the BOM),
+# be markup, be longer than any column; and ordinary non-ASCII that must stay as it is.
+HOSTILE_NAMES = (
+    "\u202egnp.exe",  # reads "exe.png" where the override is obeyed
+    "\u2066isolate\u2069 \u2067rtl\u2069 \u2068first\u2069 \u202aembed\u202c \u202bembed\u202c \u202doverride\u202c",
+    "\u200eleft mark \u200fright mark \u061carabic mark",
+    "red\x1b[31m bell\x07 nul\x00 del\x7f",
+    "c1\x85next line \x9bcsi",
+    "two\nlines\ttab\rreturn",
+    "line\u2028separator paragraph\u2029separator",
+    "zero\u200bwidth\u200cnon\u200djoiner \ufeffbom",
+    "<script>alert(1)</script> & <b>bold</b>",
+    "🚀 train_𝔁.py 显卡 café",
+    "very-long-name-" * 20,
+    "lone surrogate \udcff from an undecodable name",
+)
+
+
+def hostile_reading() -> Reading:
+    """One GPU whose name, users and process names come from a hostile host (HOSTILE_NAMES), no policy."""
+    processes = tuple(
+        GpuProcess(1000 + i, GPU_A, (i + 1) * 64 * MiB, "compute", name, "\u202eecila" if i % 2 else "bob", 1.5, False)
+        for i, name in enumerate(HOSTILE_NAMES)
+    )
+    own = GpuProcess(OWN_PID, GPU_A, 1536 * MiB, "compute", "python", "alice", 12.0, True)
+    device = Device(0, GPU_A, "NVIDIA A10 \u202e(RLO)\u202c", 23028 * MiB, 8 * GiB, processes=(own, *processes))
+    snapshot = Snapshot(
+        taken_at=1763740805.0,
+        own_pid=OWN_PID,
+        driver_version="550.54.15",
+        simulated_scenario="/tmp/scen\u202eoiranecs.scenario",
+        devices=(device,),
+    )
+    return no_plan(snapshot)
+
+
+def older_kernel_sample() -> dict[str, Any]:
+    """S1 from a kernel that does not say how it knows its own figure (own_source null): a view says nothing
+    rather than guess "exact"."""
+    sample = encode_sample(s1_reading())
+    gpus = [{**g, "own_source": None, "own_reason": None} for g in sample["gpus"]]
+    return {**sample, "gpus": gpus}
+
+
+# name: (the Reading, when the case has one, and the sample the sidebar gets)
+CASES: dict[str, Callable[[], tuple[Reading | None, dict[str, Any]]]] = {
+    "s1_over_budget": lambda: (s1_reading(), encode_sample(s1_reading())),
+    "hostile_names": lambda: (hostile_reading(), encode_sample(hostile_reading())),
+    "lost_gpu": lambda: (lost_reading(), encode_sample(lost_reading())),
+    "container": lambda: (container_reading(), encode_sample(container_reading())),
+    "hidden_processes": lambda: (hidden_reading(), encode_sample(hidden_reading())),
+    "privacy_names": lambda: (privacy_reading(), encode_sample(privacy_reading(), IDLE_NOTICE)),
+    "no_driver": lambda: (no_driver_reading(), encode_sample(no_driver_reading())),
+    "older_kernel": lambda: (None, older_kernel_sample()),
+}
+
+
+class Visible(HTMLParser):
+    """The text a browser shows of some HTML, a line per block (table cells joined by " | "), white space
+    collapsed as HTML collapses it; no style sheets."""
+
+    BLOCKS = frozenset({"div", "p", "section", "tr", "table", "thead", "tbody"})
+
+    def __init__(self, markup: str):
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = []
+        self._parts: list[str] = []
+        self._style = False
+        self._cells = 0
+        self.feed(markup)
+        self.close()
+        self._flush()
+
+    def _flush(self) -> None:
+        line = " ".join("".join(self._parts).split())
+        if line:
+            self.lines.append(line)
+        self._parts, self._cells = [], 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._style = tag == "style"
+        if tag in self.BLOCKS:
+            self._flush()
+        elif tag in ("td", "th"):
+            self._parts.append(" | " if self._cells else "")
+            self._cells += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        self._style = False
+        if tag in self.BLOCKS:
+            self._flush()
+
+    def handle_data(self, data: str) -> None:
+        if not self._style:
+            self._parts.append(data)
+
+
+def view(sample: dict[str, Any], gpu: dict[str, Any]) -> dict[str, Any]:
+    """What viewtext says of one GPU, in the keys of format.ts viewLines (and the process cells)."""
+
+    def line(pair: tuple[str, str] | None) -> dict[str, str] | None:
+        return None if pair is None else {"text": pair[0], "level": pair[1]}
+
+    return {
+        "headline": line(viewtext.headline(gpu, sample)),
+        "own": line(viewtext.own_line(gpu)),
+        "note": viewtext.budget_note(gpu, sample),
+        "breakdown": viewtext.breakdown(gpu, sample["framework"]),
+        "reason": viewtext.over_line(gpu),
+        "policy": line(viewtext.policy_line(sample)),
+        "limits": viewtext.limit_lines(gpu, sample),
+        "device": viewtext.device_line(gpu),
+        "processNote": viewtext.process_note(gpu),
+        "othersNote": None if gpu["lost"] else viewtext.others_note(gpu),
+        "processes": [viewtext.process_cells(p) for p in gpu["processes"] or []],
+    }
+
+
+def surfaces(name: str) -> dict[str, Any]:
+    """Every surface's text for a case, as the Python side makes it (and its sample)."""
+    reading, sample = CASES[name]()
+    gpus = sample["gpus"]
+    return {
+        "sample": sample_message(sample),
+        "banner": viewtext.simulated_banner(sample["simulated"]),
+        "view": {viewtext.gpu_key(g): view(sample, g) for g in gpus},
+        # without a GPU (no driver), the still picture is its header alone, under the key ""
+        "inline_still": {viewtext.gpu_key(g): Visible(header_html(sample, g) + table_html(g)).lines for g in gpus}
+        or {"": Visible(header_html(sample, None)).lines},
+        "status_text": None if reading is None else render(reading.snapshot, reading).split("\n"),
+        "status_html": None if reading is None else Visible(status_html(reading.snapshot, reading, [])).lines,
+    }
+
+
+def write() -> None:
+    GOLDEN.mkdir(exist_ok=True)
+    for name in CASES:
+        # ASCII on disk: the file itself must not reorder or hide what it holds (its bidi characters and
+        # controls are written as \\u escapes, which every editor shows as they are).
+        text = json.dumps({"case": name, **surfaces(name)}, indent=1, ensure_ascii=True) + "\n"
+        (GOLDEN / f"{name}.json").write_text(text)
+    print(f"wrote {len(CASES)} cases to {GOLDEN}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    write()
