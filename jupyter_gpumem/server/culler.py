@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 from jupyter_gpumem.server.figures import Figures, Kernel
-from jupyter_gpumem.units import GiB, format_duration
+from jupyter_gpumem.units import format_duration, format_gib_or_mib
 
 # Between the shutdown notice and the shutdown: the kernel samples (and relays the notice) every second,
 # so this gives it at least two samples to show the user why.
@@ -156,7 +156,7 @@ def _noticed(episode: Episode) -> bool:
 
 def notice(action: Action, now: float) -> dict[str, object]:
     """The notice file's content for a warn or shutdown_notice action decided at ``now`` (docs/server.md)."""
-    held = amount(action.held_bytes)
+    held = format_gib_or_mib(action.held_bytes)
     idle = format_duration(action.idle_s)
     if action.kind == "warn" and action.shutdown_at is None:
         kind = "idle_warning"
@@ -179,10 +179,6 @@ def notice(action: Action, now: float) -> dict[str, object]:
             "Restart it when you need the GPU again."
         )
     return {"protocol": 1, "type": "notice", "t": now, "kind": kind, "text": text, "shutdown_at": action.shutdown_at}
-
-
-def amount(held_bytes: int) -> str:
-    return f"{held_bytes / GiB:.1f} GiB"
 
 
 def clock(t: float, now: float) -> str:

@@ -32,7 +32,7 @@ from jupyter_gpumem.gpu.host import HostProcesses
 from jupyter_gpumem.gpu.model import HostInfo
 from jupyter_gpumem.server import api, culler, metrics
 from jupyter_gpumem.server.figures import EMPTY, Figures, KernelSource, Privacy, make_figures
-from jupyter_gpumem.units import format_duration
+from jupyter_gpumem.units import format_duration, format_gib_or_mib
 from jupyter_gpumem.wire.report import notice_path, report_path
 
 # Between two steps of a reading the thread sleeps this long, so the event loop's thread gets the GIL
@@ -131,7 +131,7 @@ class Watcher:
         """Warn and shut down idle kernels holding GPU memory, as culler.decide says, and log why."""
         self._episodes, actions = culler.decide(figures, self.idle, self._episodes, now)
         for action in actions:
-            held, idle = culler.amount(action.held_bytes), format_duration(action.idle_s)
+            held, idle = format_gib_or_mib(action.held_bytes), format_duration(action.idle_s)
             if action.kind == "warn":
                 self._write_notice(action, now)
                 at = action.shutdown_at

@@ -306,3 +306,9 @@ def test_a_real_server_warns_then_shuts_down_an_idle_kernel_holding_memory_and_l
     assert f"jupyter-gpumem: kernel {d} ran something, or holds no GPU memory now: its idle notice is withdrawn" in log
     ours = [line for line in log.splitlines() if "jupyter-gpumem" in line]
     assert [line for line in ours if b in line or c in line] == []
+
+
+def test_a_kernel_holding_less_than_a_gib_is_told_its_memory_in_mib_as_the_sidebar_says_it() -> None:
+    _, actions = decide(view(kernel(gpus=(gpu(used=512 * MiB),))), WARN_AND_SHUT, {}, T0 + 30 * 60)
+    (warn,) = actions
+    assert str(notice(warn, T0 + 30 * 60)["text"]).startswith("This kernel has held 512 MiB of GPU memory while idle")
