@@ -100,8 +100,8 @@ CASES: dict[str, Callable[[], tuple[Reading | None, dict[str, Any]]]] = {
 
 
 class Visible(HTMLParser):
-    """The text a browser shows of some HTML, a line per block (table cells joined by " | "), white space
-    collapsed as HTML collapses it; no style sheets."""
+    """The text a browser shows of some HTML, a line per block (table cells joined by " | ", a block inside a
+    cell part of its cell), white space collapsed as HTML collapses it; no style sheets."""
 
     BLOCKS = frozenset({"div", "p", "section", "tr", "table", "thead", "tbody"})
 
@@ -111,6 +111,7 @@ class Visible(HTMLParser):
         self._parts: list[str] = []
         self._style = False
         self._cells = 0
+        self._in_cell = False
         self.feed(markup)
         self.close()
         self._flush()
@@ -123,15 +124,18 @@ class Visible(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._style = tag == "style"
-        if tag in self.BLOCKS:
-            self._flush()
-        elif tag in ("td", "th"):
+        if tag in ("td", "th"):
             self._parts.append(" | " if self._cells else "")
             self._cells += 1
+            self._in_cell = True
+        elif tag in self.BLOCKS and not self._in_cell:
+            self._flush()
 
     def handle_endtag(self, tag: str) -> None:
         self._style = False
-        if tag in self.BLOCKS:
+        if tag in ("td", "th"):
+            self._in_cell = False
+        elif tag in self.BLOCKS and not self._in_cell:
             self._flush()
 
     def handle_data(self, data: str) -> None:

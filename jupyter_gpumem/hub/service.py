@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, urlparse
 
@@ -22,6 +23,9 @@ from jupyterhub.services.auth import (  # type: ignore[import-untyped,import-not
     HubOAuthCallbackHandler,
     HubOAuthenticated,
 )
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
@@ -33,6 +37,10 @@ log = logging.getLogger("jupyter_gpumem.hub")
 # Admins have ``admin-ui``; a Prometheus token may instead carry ``read:metrics``.
 PAGE_SCOPES = {"admin-ui"}
 METRICS_SCOPES = {"admin-ui", "read:metrics"}
+
+SERVER = ("user", "server")
+KERNEL = (*SERVER, "kernel_id")
+KERNEL_GPU = (*KERNEL, "gpu_uuid", "gpu_index")
 
 
 class Poller:
@@ -165,53 +173,64 @@ def render_page(rows: list[Row], t: float | None, refresh_s: float) -> str:
 """
 
 
-def _label(value: Any) -> str:
-    return json.dumps(str(value))  # a JSON string is a valid Prometheus label value (\\, \", \n escaped)
+# Family name -> (help, label names); every family is described, with or without samples.
+FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "jupyter_gpumem_hub_read_timestamp_seconds": ("when the service last read the servers", ()),
+    "jupyter_gpumem_hub_server_up": ("1 when the user's server answered /api/gpumem/v1", SERVER),
+    "jupyter_gpumem_hub_kernel_memory_used_bytes": ("the kernel's processes as nvidia-smi counts them", KERNEL_GPU),
+    "jupyter_gpumem_hub_kernel_budget_bytes": ("the kernel's budget", KERNEL_GPU),
+    "jupyter_gpumem_hub_kernel_over_budget": ("1 when memory > budget", KERNEL_GPU),
+    "jupyter_gpumem_hub_kernel_ceiling_bytes": ("the administrator's max_limit for the kernel", KERNEL),
+    "jupyter_gpumem_hub_kernel_ceiling_ratio": ("the administrator's max_fraction for the kernel", KERNEL),
+    "jupyter_gpumem_hub_kernel_idle_seconds": ("seconds since the kernel's last activity, while idle", KERNEL),
+}
 
 
-def render_metrics(rows: list[Row], t: float | None) -> str:
-    families: dict[str, tuple[str, list[str]]] = {
-        "jupyter_gpumem_hub_read_timestamp_seconds": ("when the service last read the servers", []),
-        "jupyter_gpumem_hub_server_up": ("1 when the user's server answered /api/gpumem/v1", []),
-        "jupyter_gpumem_hub_kernel_memory_used_bytes": ("the kernel's processes as nvidia-smi counts them", []),
-        "jupyter_gpumem_hub_kernel_budget_bytes": ("the kernel's budget", []),
-        "jupyter_gpumem_hub_kernel_over_budget": ("1 when memory > budget", []),
-        "jupyter_gpumem_hub_kernel_ceiling_bytes": ("the administrator's max_limit for the kernel", []),
-        "jupyter_gpumem_hub_kernel_ceiling_ratio": ("the administrator's max_fraction for the kernel", []),
-        "jupyter_gpumem_hub_kernel_idle_seconds": ("seconds since the kernel's last activity, while idle", []),
-    }
+def families(rows: list[Row], t: float | None) -> list[Metric]:
+    """The rows of one poll as prometheus_client's families; a figure that is not known has no sample."""
+    built = {name: GaugeMetricFamily(name, help_text, labels=labels) for name, (help_text, labels) in FAMILIES.items()}
 
-    def add(name: str, labels: dict[str, Any], value: float | None) -> None:
+    def add(name: str, labels: tuple[Any, ...], value: float | None) -> None:
         if value is not None:
-            text = ",".join(f"{k}={_label(v)}" for k, v in labels.items())
-            families[name][1].append(f"{name}{{{text}}} {float(value)!r}" if text else f"{name} {float(value)!r}")
+            built[name].add_metric([str(v) for v in labels], float(value))
 
-    if t is not None:
-        add("jupyter_gpumem_hub_read_timestamp_seconds", {}, t)
+    add("jupyter_gpumem_hub_read_timestamp_seconds", (), t)
     servers: dict[tuple[str, str], bool] = {}
-    idle_done: set[tuple[str, str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
     for r in rows:
         servers[(r.user, r.server)] = servers.get((r.user, r.server), True) and r.problem is None
         if r.kernel_id is None:
             continue
-        k = {"user": r.user, "server": r.server, "kernel_id": r.kernel_id}
-        if (r.user, r.server, r.kernel_id) not in idle_done:
-            idle_done.add((r.user, r.server, r.kernel_id))
+        k = (r.user, r.server, r.kernel_id)
+        if k not in seen:  # a kernel's figures, once however many GPUs it has
+            seen.add(k)
             add("jupyter_gpumem_hub_kernel_ceiling_bytes", k, r.ceiling_bytes)
             add("jupyter_gpumem_hub_kernel_ceiling_ratio", k, r.ceiling_fraction)
             add("jupyter_gpumem_hub_kernel_idle_seconds", k, r.idle_s)
         if r.gpu_index is None:
             continue
-        g = {**k, "gpu_uuid": r.gpu_uuid, "gpu_index": r.gpu_index}
+        g = (*k, r.gpu_uuid, r.gpu_index)
         add("jupyter_gpumem_hub_kernel_memory_used_bytes", g, r.used_bytes)
         add("jupyter_gpumem_hub_kernel_budget_bytes", g, r.budget_bytes)
         add("jupyter_gpumem_hub_kernel_over_budget", g, None if r.over_budget is None else int(r.over_budget))
-    for (user, server), up in servers.items():
-        add("jupyter_gpumem_hub_server_up", {"user": user, "server": server}, int(up))
-    out = []
-    for name, (help_text, samples) in families.items():
-        out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", *samples]
-    return "\n".join(out) + "\n"
+    for server, up in servers.items():
+        add("jupyter_gpumem_hub_server_up", server, int(up))
+    return list(built.values())
+
+
+class _Poll(Collector):
+    def __init__(self, rows: list[Row], t: float | None):
+        self._families = families(rows, t)
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self._families)
+
+
+def render_metrics(rows: list[Row], t: float | None) -> bytes:
+    """The exposition of one poll, through a registry of its own (the service has no process metrics to add)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Poll(rows, t))
+    return generate_latest(registry)
 
 
 class _Base(HubOAuthenticated, web.RequestHandler):  # type: ignore[misc]  # jupyterhub has no types
@@ -232,7 +251,7 @@ class MetricsHandler(_Base):
 
     @web.authenticated
     def get(self) -> None:
-        self.set_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        self.set_header("Content-Type", CONTENT_TYPE_LATEST)
         self.finish(render_metrics(self.poller.rows, self.poller.t))
 
 

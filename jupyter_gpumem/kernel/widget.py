@@ -21,7 +21,6 @@ output by its last snapshot, so a notebook saved afterwards keeps the picture.
 
 from __future__ import annotations
 
-import html as _html
 import logging
 import threading
 import time
@@ -33,8 +32,7 @@ import anywidget
 
 from jupyter_gpumem.kernel import protocol
 from jupyter_gpumem.kernel.protocol import figures_only
-from jupyter_gpumem.render import viewtext
-from jupyter_gpumem.render.html import esc
+from jupyter_gpumem.render import html, viewtext
 
 if TYPE_CHECKING:
     from jupyter_gpumem.kernel.stream import Stream
@@ -54,32 +52,6 @@ def _static(name: str, missing: str) -> str:
     return path.read_text() if path.exists() else missing
 
 
-# Theme colours through --jp-* variables (VS Code's next, then a plain colour): the still picture's styles.
-CSS = """
-.jp-gpumem-view { font-family: var(--jp-ui-font-family, var(--vscode-font-family, sans-serif));
-  font-size: var(--jp-ui-font-size1, 13px); color: var(--jp-ui-font-color1, var(--vscode-editor-foreground, #222));
-  max-width: 760px; line-height: 1.4; }
-.jp-gpumem-view .jp-gpumem-banner { color: var(--jp-warn-color0, #b45f06); font-weight: 600; }
-.jp-gpumem-view .jp-gpumem-headline { font-size: var(--jp-ui-font-size3, 16px); font-weight: 600; }
-.jp-gpumem-view .jp-gpumem-headline[data-level="warn"], .jp-gpumem-view .jp-gpumem-policy[data-level="warn"],
-.jp-gpumem-view .jp-gpumem-notice {
-  color: var(--jp-warn-color0, #b45f06); }
-.jp-gpumem-view .jp-gpumem-headline[data-level="error"] { color: var(--jp-error-color0, #b71c1c); }
-.jp-gpumem-view .jp-gpumem-own[data-level="warn"] { color: var(--jp-warn-color0, #b45f06); }
-.jp-gpumem-view .jp-gpumem-limits { white-space: pre-line; }
-.jp-gpumem-view .jp-gpumem-detail { color: var(--jp-ui-font-color2, #616161); }
-.jp-gpumem-view .jp-gpumem-reason { color: var(--jp-error-color0, #b71c1c); }
-.jp-gpumem-view table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin-top: 4px; }
-.jp-gpumem-view th { text-align: left; font-weight: 600; padding: 1px 10px 1px 4px;
-  border-bottom: 1px solid var(--jp-border-color2, #e0e0e0); }
-.jp-gpumem-view td { padding: 1px 10px 1px 4px; white-space: nowrap; max-width: 24em; overflow: hidden;
-  text-overflow: ellipsis; }
-.jp-gpumem-view .jp-gpumem-num { text-align: right; }
-.jp-gpumem-view tr.jp-gpumem-self td { background: var(--jp-layout-color2, #eee); font-weight: 600; }
-.jp-gpumem-view .jp-gpumem-badge { margin-left: 6px; padding: 0 4px; border-radius: 2px; font-size: 0.85em;
-  background: var(--jp-brand-color1, #1976d2); color: var(--jp-ui-inverse-font-color1, #fff); }
-.jp-gpumem-view .jp-gpumem-na { color: var(--jp-ui-font-color2, #616161); font-style: italic; }
-"""
 # The still chart's lines, in drawing order: (name, colour variable, plain colour, dash, width).
 TRACES = (
     ("total", "--jp-ui-font-color2", "#757575", "dot", 1),
@@ -169,9 +141,9 @@ class GpuMemView(anywidget.AnyWidget):
         handle = display(self._bundle(live=True), raw=True, display_id=uuid.uuid4().hex)  # type: ignore[no-untyped-call]
         self._handles.append(handle)
 
-    def _bundle(self, live: bool) -> dict[str, Any]:
+    def _bundle(self, live: bool, stopped: str | None = None) -> dict[str, Any]:
         with self._lock:
-            snapshot = snapshot_html(self._latest, self._gpu(), self._history, self._window_s)
+            snapshot = snapshot_html(self._latest, self._gpu(), self._history, self._window_s, stopped)
             text = snapshot_text(self._latest, self._gpu())
         bundle: dict[str, Any] = {"text/plain": text, "text/html": snapshot}
         if live:
@@ -195,10 +167,7 @@ class GpuMemView(anywidget.AnyWidget):
             self._closed = True
         self._stream.remove_view(self)
         if self._handles:
-            bundle = self._bundle(live=False)
-            bundle["text/html"] = bundle["text/html"].replace(
-                "<!--stopped-->", f'<div class="jp-gpumem-detail">Stopped at {viewtext.clock(time.time())}.</div>'
-            )
+            bundle = self._bundle(live=False, stopped=viewtext.clock(time.time()))
             for handle in self._handles:
                 handle.update(bundle, raw=True)
         super().close()
@@ -208,73 +177,11 @@ class GpuMemView(anywidget.AnyWidget):
 
 
 def header_html(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> str:
-    if sample is None:
-        return '<div class="jp-gpumem-detail">Collecting…</div>'
-    parts = []
-    banner = viewtext.simulated_banner(sample.get("simulated"))
-    if banner:
-        parts.append(f'<div class="jp-gpumem-banner" title="{esc(sample["simulated"])}">{esc(banner)}</div>')
-    notice = sample.get("notice")
-    if notice:  # the server's word (its idle culler): first, in the warning colour
-        parts.append(f'<div class="jp-gpumem-notice" data-level="warn">{esc(notice["text"])}</div>')
-    if sample.get("problem"):
-        parts.append(f"<div>{esc(sample['problem'])}</div>")
-        return "".join(parts)
-    if gpu is None:
-        parts.append("<div>The NVIDIA driver is loaded but reports no GPUs.</div>")
-        return "".join(parts)
-    for cls, line in (
-        ("headline", viewtext.headline(gpu, sample)),
-        ("detail jp-gpumem-own", viewtext.own_line(gpu)),
-        ("detail jp-gpumem-note", viewtext.budget_note(gpu, sample)),
-        ("detail jp-gpumem-breakdown", viewtext.breakdown(gpu, sample.get("framework"))),
-        ("reason", viewtext.over_line(gpu)),
-        ("policy", viewtext.policy_line(sample)),
-        ("detail jp-gpumem-limits", viewtext.limit_lines(gpu, sample)),
-        ("detail jp-gpumem-device", viewtext.device_line(gpu)),
-    ):
-        text, level = (line, None) if line is None or isinstance(line, str) else line
-        if text:
-            data = f' data-level="{level}"' if level else ""
-            parts.append(f'<div class="jp-gpumem-{cls}"{data}>{esc(text)}</div>')
-    return "".join(parts)
+    return html.fragment("view_parts.html.j2", "header", sample, gpu)
 
 
 def table_html(gpu: dict[str, Any] | None) -> str:
-    if gpu is None:
-        return ""
-    note = viewtext.process_note(gpu)
-    if note:
-        return f'<div class="jp-gpumem-detail">{esc(note)}</div>'
-    rows = sorted(gpu["processes"], key=lambda p: -1 if p["used_bytes"] is None else p["used_bytes"], reverse=True)
-    others = viewtext.others_note(gpu)
-    after = f'<div class="jp-gpumem-detail jp-gpumem-others">{esc(others)}</div>' if others else ""
-    if not rows:
-        return after or '<div class="jp-gpumem-detail">No processes on this GPU.</div>'
-    out = [
-        '<table class="jp-gpumem-processes"><thead><tr><th class="jp-gpumem-num">PID</th><th>Name</th><th>User</th>'
-        '<th class="jp-gpumem-num" title="GPU memory of the process in MiB, as nvidia-smi counts it">MiB</th>'
-        '<th class="jp-gpumem-num" title="CPU use of the process, % of one core">CPU %</th></tr></thead><tbody>'
-    ]
-    for p in rows:
-        cells = viewtext.process_cells(p)
-        mine = bool(p.get("self")) or (gpu.get("own_pid") is not None and p["pid"] == gpu.get("own_pid"))
-        badge = '<span class="jp-gpumem-badge">this kernel</span>' if mine else ""
-
-        def cell(value: str) -> str:
-            return '<span class="jp-gpumem-na">N/A</span>' if value == "N/A" else esc(value)
-
-        out.append(
-            f'<tr class="{"jp-gpumem-self" if mine else ""}" data-pid="{cells["pid"]}">'
-            f'<td class="jp-gpumem-num">{esc(cells["pid"])}</td>'
-            f'<td title="{esc(cells["name"])}"><span class="jp-gpumem-name">{cell(cells["name"])}</span>{badge}</td>'
-            f"<td>{cell(cells['user'])}</td>"
-            f'<td class="jp-gpumem-num">{cell(cells["used"])}</td><td class="jp-gpumem-num">{cell(cells["cpu"])}</td>'
-            "</tr>"
-        )
-    out.append("</tbody></table>")
-    out.append(after)
-    return "".join(out)
+    return html.fragment("view_parts.html.j2", "processes", gpu)
 
 
 def snapshot_text(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> str:
@@ -291,32 +198,30 @@ def snapshot_text(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> 
     return "\n".join(lines)
 
 
-def snapshot_html(sample: dict[str, Any] | None, gpu: dict[str, Any] | None, history: Any, window_s: float) -> str:
-    """The view as still HTML: what a saved notebook shows without its kernel's widgets."""
-    chart = ""
+def snapshot_html(
+    sample: dict[str, Any] | None, gpu: dict[str, Any] | None, history: Any, window_s: float, stopped: str | None = None
+) -> str:
+    """The view as still HTML: what a saved notebook shows without its kernel's widgets; ``stopped``: the time
+    the view was closed."""
+    note, chart = None, None
     if gpu is not None and history is None:
-        chart = f'<div class="jp-gpumem-detail">The still chart needs numpy: {esc(PIP_VIEW)}.</div>'
+        note = f"The still chart needs numpy: {PIP_VIEW}."
     elif gpu is not None and history is not None and not gpu["lost"]:
         series = history.series(viewtext.gpu_key(gpu))
-        chart = svg_chart(series, window_s) if series is not None else ""
-    taken = f" at {viewtext.clock(sample['t'])}" if sample else ""
-    return (
-        f'<div class="jp-gpumem-view jp-gpumem-snapshot"><style>{CSS}</style>{header_html(sample, gpu)}{chart}'
-        f'{table_html(gpu)}<!--stopped--><div class="jp-gpumem-detail">jupyter-gpumem snapshot{_html.escape(taken)}'
-        " (the live view needs its kernel).</div></div>"
-    )
+        chart = None if series is None else still_chart(series, window_s)
+    return html.render("view.html.j2", sample=sample, gpu=gpu, chart_note=note, chart_data=chart, stopped=stopped)
 
 
-def svg_chart(series: Any, window_s: float, width: int = 600, height: int = 160) -> str:
-    """The chart's lines as a small static SVG: this kernel, its budget, the others."""
+def still_chart(series: Any, window_s: float, width: int = 600, height: int = 160) -> dict[str, Any] | None:
+    """The chart's lines for a small static SVG (view.html.j2 draws it): this kernel, its budget, the others."""
     from jupyter_gpumem.render.history import chart_data
 
     data = chart_data(series, window_s, width)
     if data is None:
-        return ""
+        return None
     span = max(1e-9, data.x1 - data.x0)
     top = data.scale.top / data.scale.size
-    paths = []
+    lines = []
     for name, var, fallback, dash, stroke in TRACES:
         if name == "total" and not data.total_fits:
             continue
@@ -331,17 +236,13 @@ def svg_chart(series: Any, window_s: float, width: int = 600, height: int = 160)
             segment.append(f"{(t - data.x0) / span * width:.1f},{height - v / top * height:.1f}")
         if segment:
             points.append(segment)
-        dashes = {"dot": ' stroke-dasharray="2 3"', "dash": ' stroke-dasharray="6 4"'}.get(dash, "")
-        for seg in points:
-            paths.append(
-                f'<polyline points="{" ".join(seg)}" fill="none" style="stroke: var({var}, {fallback})" '
-                f'stroke-width="{stroke}"{dashes}><title>{esc(viewtext.CHART_LABELS.get(name, name))}</title>'
-                "</polyline>"
-            )
-    return (
-        f'<svg class="jp-gpumem-still" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-label="GPU memory over time ({data.scale.unit}, top {top:g})">{"".join(paths)}</svg>'
-    )
+        label = viewtext.CHART_LABELS.get(name, name)
+        dashes = {"dot": "2 3", "dash": "6 4"}.get(dash)
+        lines += [
+            {"points": " ".join(seg), "var": var, "fallback": fallback, "dash": dashes, "width": stroke, "label": label}
+            for seg in points
+        ]
+    return {"width": width, "height": height, "unit": data.scale.unit, "top": f"{top:g}", "lines": lines}
 
 
 def show(shell: Any = None, display_now: bool = False) -> GpuMemView:

@@ -8,10 +8,10 @@ import unicodedata
 from jupyter_gpumem.budget.attribution import PidStance, pid_stance, unlisted_bytes
 from jupyter_gpumem.budget.privacy import others_line
 from jupyter_gpumem.budget.reading import Reading
-from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
+from jupyter_gpumem.gpu.model import Device, Snapshot
+from jupyter_gpumem.render import table
 from jupyter_gpumem.units import format_mib, format_percent, format_total
 
-_PROCESS_HEADER = f"{'PID':>8}  {'USER':<12} {'GPU MEMORY':>10}  {'CPU%':>5}  {'TYPE':<8}  NAME"
 _INDENT = "       "
 
 LOST = (
@@ -45,14 +45,6 @@ def _escape(c: str) -> str:
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
-def _process_line(proc: GpuProcess, matched: int | None) -> str:
-    cpu = "N/A" if proc.cpu_percent is None else f"{proc.cpu_percent:.0f}"
-    user = printable(proc.user) if proc.user else "N/A"
-    name = printable(proc.name) if proc.name else "N/A"
-    mark = "  <- this kernel" if proc.is_self else "  <- this kernel (matched)" if proc.pid == matched else ""
-    return f"{proc.pid:>8}  {user[:12]:<12} {format_mib(proc.used_bytes):>10}  {cpu:>5}  {proc.kind:<8}  {name}{mark}"
-
-
 def _device_lines(device: Device, stance: PidStance | None, reading: Reading | None) -> list[str]:
     title = printable(device.name or "unknown GPU")
     uuid = printable(device.uuid or "uuid unknown")
@@ -83,12 +75,8 @@ def _device_lines(device: Device, stance: PidStance | None, reading: Reading | N
     elif not device.processes:
         lines.append(f"{_INDENT}no processes")
     elif processes:
-        lines.append(_INDENT + _PROCESS_HEADER)
-        # Largest first; N/A last, since unknown is not small.
-        rows = sorted(processes, key=lambda p: -1 if p.used_bytes is None else p.used_bytes, reverse=True)
-        own = reading.own(device) if reading else None
-        matched = own.pid if own and own.source == "matched" else None
-        lines.extend(_INDENT + _process_line(p, matched) for p in rows)
+        rows = table.of_processes(processes, matched_pid(device, reading))
+        lines.extend(_INDENT + line for line in table.text_lines(rows, printable))
     if others and others.processes:
         lines.append(_INDENT + printable(others_line(others, format_mib)))
     if any(p.used_bytes is None for p in device.processes):
@@ -97,6 +85,12 @@ def _device_lines(device: Device, stance: PidStance | None, reading: Reading | N
     if hidden is not None:
         lines.append(_INDENT + unlisted_note(hidden, stance))
     return lines
+
+
+def matched_pid(device: Device, reading: Reading | None) -> int | None:
+    """The PID attribution matched to this kernel on this GPU, where NVML does not list the kernel's own."""
+    own = reading.own(device) if reading else None
+    return own.pid if own and own.source == "matched" else None
 
 
 def unlisted_note(hidden: int, stance: PidStance | None) -> str:

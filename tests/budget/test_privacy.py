@@ -138,7 +138,7 @@ def test_the_status_text_and_html_show_the_aggregate_and_none_of_the_other_users
         assert str(OWN_PID) in shown and "alice" in shown
     assert "other users: 1 process, 5927 MiB" in text  # GPU 0: bob's
     assert "other users: 2 processes, N/A" in text  # GPU 1: dwm.exe's figure is N/A, so the sum is unknown
-    assert re.search(r'<p class="jp-gpumem-others">other users: 2 processes, N/A</p>', rich)
+    assert re.search(r'<p class="jp-GpuMem-others">other users: 2 processes, N/A</p>', rich)
     everything = alices("list")
     assert "mallory" in render(everything.snapshot, everything) and "other users" not in render(
         everything.snapshot, everything

@@ -51,8 +51,8 @@ def test_the_publisher_reads_the_notice_beside_its_report_and_refuses_a_malforme
 def test_the_inline_view_shows_the_notice_first_and_as_text() -> None:
     sample = {"simulated": None, "problem": "no driver", "gpus": [], "notice": {**IDLE_NOTICE, "text": "<b>idle</b>"}}
     html = header_html(sample, None)
-    assert html.startswith('<div class="jp-gpumem-notice" data-level="warn">&lt;b&gt;idle&lt;/b&gt;</div>')
-    assert "jp-gpumem-notice" not in header_html({**sample, "notice": None}, None)
+    assert html.startswith('<div class="jp-GpuMem-notice" data-level="warn">&lt;b&gt;idle&lt;/b&gt;</div>')
+    assert "jp-GpuMem-notice" not in header_html({**sample, "notice": None}, None)
 
 
 def test_a_kernel_sends_the_servers_notice_with_its_samples_and_history_keeps_none(kernel_with) -> None:  # type: ignore[no-untyped-def]

@@ -5,6 +5,7 @@ stops its updates, and that a notebook run headless keeps that picture."""
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
@@ -75,11 +76,11 @@ def test_the_views_html_escapes_every_host_string_and_marks_this_kernel():
     gpu1 = S1["gpus"][1]
     table = table_html(gpu1)
     assert "<img" not in table and "&lt;img src=x onerror=alert(1)&gt;" in table
-    assert table.count('class="jp-gpumem-self"') == 1 and 'data-pid="4242"' in table
+    assert table.count('class="jp-GpuMem-self"') == 1 and 'data-pid="4242"' in table
     assert table.index('data-pid="4242"') < table.index('data-pid="6200"') < table.index('data-pid="1204"')  # N/A last
     header = header_html(S1, gpu1)
     assert 'data-level="error"' in header and "4.1 of 4.0 GiB budget (103%)" in header
-    assert "Exact: NVML lists this kernel&#x27;s PID" in header
+    assert "Exact: NVML lists this kernel's PID" in html.unescape(header)
     hostile = {**S1, "simulated": '"><img src=x onerror=alert(1)>'}
     assert "<img" not in header_html(hostile, gpu1)
     lost = header_html(LOST, LOST["gpus"][1])
@@ -336,7 +337,7 @@ def test_without_numpy_the_view_is_live_and_its_still_picture_says_what_to_insta
     assert reply.status == "ok" and reply.stderr == "", reply.error
     [shown] = reply.displayed
     assert WIDGET_VIEW in shown["data"] and "3.1 of 20.0 GiB budget" in shown["data"]["text/html"]
-    assert "The still chart needs numpy: %pip install &#x27;jupyter-gpumem[view]&#x27;" in shown["data"]["text/html"]
+    assert "The still chart needs numpy: %pip install &#39;jupyter-gpumem[view]&#39;" in shown["data"]["text/html"]
     widgets = Widgets(kernel)
     [view] = widgets.views()
     drain(kernel, 2.5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -63,6 +64,8 @@ class Page(HTMLParser):
             self._row = None
 
     def handle_data(self, data: str) -> None:
+        if not data.strip() and "\n" in data:
+            return  # the templates' line breaks between elements: no text a browser shows
         if self._open and self._open[-1][0] != "style":
             self._open[-1][2].append(data)
         if self._cell is not None:
@@ -83,7 +86,7 @@ def test_status_html_has_the_s1_figures_and_the_text_is_its_fallback(kernel_with
     text, markup = rich(kernel.run("%gpumem status"))
     assert "memory 6063 MiB used of 11422 MiB (11.2 GiB) (53%)" in text  # the text, exactly as before
     page = Page(markup)
-    assert page.by_class["jp-gpumem-memory"] == [
+    assert page.by_class["jp-GpuMem-memory"] == [
         "memory 6063 MiB used of 11422 MiB (11.2 GiB) (53%) · 5359 MiB free · utilisation 97%",
         "memory 4575 MiB used of 8192 MiB (8.0 GiB) (56%) · 3617 MiB free · utilisation 35%",
     ]
@@ -93,10 +96,10 @@ def test_status_html_has_the_s1_figures_and_the_text_is_its_fallback(kernel_with
         ["1204", "N/A", "N/A", "N/A", "graphics", "dwm.exe"],
     ]
     # N/A is styled as unknown (with its meaning as the tooltip), never as a figure.
-    assert all("jp-gpumem-na" in classes for classes in page.rows[1]["cell_classes"][1:4])
+    assert all("jp-GpuMem-na" in classes for classes in page.rows[1]["cell_classes"][1:4])
     assert 'title="the driver cannot tell: unknown, not zero"' in markup
-    assert any("N/A memory: the driver cannot tell" in p for p in page.by_class["jp-gpumem-muted"])
-    assert page.by_class["jp-gpumem-sim"][0].startswith("SIMULATED GPU: stand-in NVML, scenario")
+    assert any("N/A memory: the driver cannot tell" in p for p in page.by_class["jp-GpuMem-muted"])
+    assert page.by_class["jp-GpuMem-banner"][0].startswith("SIMULATED GPU: stand-in NVML, scenario")
     # Theme colours: JupyterLab's variables.
     assert "var(--jp-ui-font-color1" in markup and "var(--jp-error-color1" in markup
 
@@ -110,9 +113,9 @@ def test_status_html_highlights_this_kernel_and_escapes_a_hostile_name(kernel_wi
     gpu0 = [r for r in page.rows if r["cells"][0] in (pid, "31337", "31338")]
     assert [r["cells"][0] for r in gpu0] == ["31337", pid, "31338"]  # largest first
     mine = gpu0[1]
-    assert mine["classes"] == ["jp-gpumem-self"] and mine["cells"][2] == "3174 MiB"
+    assert mine["classes"] == ["jp-GpuMem-self"] and mine["cells"][2] == "3174 MiB"
     assert mine["cells"][5] == "pythonthis kernel"  # the name, then its badge
-    assert [r for r in page.rows if "jp-gpumem-self" in r["classes"]] == [mine]
+    assert [r for r in page.rows if "jp-GpuMem-self" in r["classes"]] == [mine]
     # The hostile name is text: escaped, no element made of it, shown exactly.
     assert gpu0[2]["cells"][5] == "<img src=x onerror=alert(1)>"
     assert "<img" not in markup and "&lt;img src=x onerror=alert(1)&gt;" in markup
@@ -125,11 +128,11 @@ def test_a_lost_gpu_is_styled_lost_and_the_other_still_reads(kernel_with):
     kernel.run("%load_ext jupyter_gpumem")
     _, markup = rich(kernel.run("%gpumem status"))
     page = Page(markup)
-    assert page.by_class["jp-gpumem-lost"] == [
+    assert page.by_class["jp-GpuMem-lost"] == [
         "LOST: the driver reports this GPU has fallen off the bus (NVML_ERROR_GPU_IS_LOST). It needs a reset "
         "(nvidia-smi -r) or a reboot; the other GPUs read as usual."
     ]
-    assert page.by_class["jp-gpumem-memory"][0].startswith("memory 1200 MiB used of 23028 MiB")
+    assert page.by_class["jp-GpuMem-memory"][0].startswith("memory 1200 MiB used of 23028 MiB")
     assert [r["cells"][0] for r in page.rows] == ["4100"]
 
 
@@ -138,7 +141,7 @@ def test_explain_html_keeps_the_texts_lines_and_nests_the_details(kernel_with):
     kernel.run("%load_ext jupyter_gpumem\n%gpumem fraction=0.5 framework=tensorflow")
     text, markup = rich(kernel.run("%gpumem explain"))
     page = Page(markup)
-    paragraphs = [p for p in page.by_class.get("jp-gpumem-explain", [])]
+    paragraphs = [p for p in page.by_class.get("jp-GpuMem-explain", [])]
     assert paragraphs and all(line.strip() in paragraphs[0] for line in text.splitlines())
     assert text.splitlines()[0].startswith("Policy fraction=0.5 framework=tensorflow")
 
@@ -148,7 +151,7 @@ def test_without_a_driver_the_rich_status_is_the_sentence(kernel_with):
     kernel.run("%load_ext jupyter_gpumem")
     text, markup = rich(kernel.run("%gpumem status"))
     assert text.startswith("The NVIDIA driver is installed but not loaded")
-    assert Page(markup).by_class == {"jp-gpumem-rich": [text]}
+    assert Page(markup).by_class == {"jp-GpuMem": [text], "jp-GpuMem-output": [text], "jp-GpuMem-statusOutput": [text]}
 
 
 @pytest.mark.parametrize("name", ["<script>alert(1)</script>", "a\"b'c&d", "line\nbreak\x1b[31m"])
@@ -166,3 +169,20 @@ def test_every_host_string_is_escaped_and_printable(name):
         "div", "style", "p", "span", "section", "table", "thead", "tbody", "tr", "th", "td"
     }  # fmt: skip
     assert shown in render(changed)
+
+
+def test_the_output_carries_the_stylesheet_the_sidebar_imports_with_fallbacks_outside_jupyterlab():
+    base = (Path(__file__).resolve().parents[2] / "labextension" / "style" / "base.css").read_text()
+    assert "@import url('../../jupyter_gpumem/render/templates/gpumem.css');" in base
+    markup = status_html(s1_snapshot(), None, [])
+    style = markup[markup.index("<style>") + 7 : markup.index("</style>")]
+    # The sidebar's own rules for the same elements (gpumem.css), not a second block: the table's cells, the
+    # badge, the levels; with VS Code's colours where JupyterLab's variables are absent.
+    for rule in (
+        ".jp-GpuMem-processes th, .jp-GpuMem-processes td{",
+        ".jp-GpuMem-badge{",
+        ".jp-GpuMem-headline[data-level='error'], .jp-GpuMem-reason{",
+        "var(--vscode-editor-foreground",
+    ):
+        assert rule in style, rule  # fmt: skip
+    assert 'class="jp-GpuMem-processes"' in markup and "jp-gpumem-" not in markup  # the TypeScript scheme only

@@ -94,16 +94,16 @@ def check_inline_view(page: Page, lab: Lab, name: str, screenshot: str) -> None:
     expect(second.locator(".jp-GpuMem-headline")).to_contain_text("5.9 of 20.0 GiB budget")
     assert chart_points(page, 1) > 2  # the second view's chart starts from the replayed history, not empty
     view.get_by_role("button", name="Stop").click()
-    still = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).locator(".jp-gpumem-snapshot")
+    still = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).locator(".jp-GpuMem-snapshot")
     expect(still).to_contain_text("Stopped at")
-    expect(still.locator("svg.jp-gpumem-still polyline").first).to_be_attached()
+    expect(still.locator("svg.jp-GpuMem-still polyline").first).to_be_attached()
     expect(page.locator(".jp-GpuMem-inline")).to_have_count(1)
     cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(4)  # busy again: 8000 MiB
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
     live = page.locator(".jp-GpuMem-inline .jp-GpuMem-headline")
     expect(live).to_contain_text("7.8 of 20.0 GiB budget", timeout=8_000)
-    expect(still.locator(".jp-gpumem-headline")).to_contain_text("5.9 of 20.0 GiB budget")  # it stays still
+    expect(still.locator(".jp-GpuMem-headline")).to_contain_text("5.9 of 20.0 GiB budget")  # it stays still
 
 
 def test_inline_view_in_jupyterlab_with_the_labextension(page: Page, lab: Lab) -> None:
@@ -123,15 +123,15 @@ def test_rich_status_is_a_table_with_this_kernel_marked_and_the_hostile_name_as_
     open_notebook(page, lab, "status.ipynb", ["%load_ext jupyter_gpumem\n%gpumem status", "import os; os.getpid()"])
     run_cell(page, 0)
     pid = run_cell(page, 1).strip()
-    table = page.locator(".jp-gpumem-rich table.jp-gpumem-processes").first
+    table = page.locator(".jp-GpuMem-output table.jp-GpuMem-processes").first
     rows = table.locator("tbody tr")
     expect(rows).to_have_count(3)
     cells = [[c.strip() for c in r.locator("td").all_inner_texts()] for r in rows.all()]
     assert cells[0][:3] == ["31337", "N/A", "12000 MiB"]
     assert cells[1][0] == pid and cells[1][2] == "3174 MiB" and cells[1][5].startswith("python")
     assert cells[2][5] == "<img src=x onerror=alert(1)>"
-    expect(table.locator("tr.jp-gpumem-self")).to_have_count(1)
-    assert page.locator(".jp-gpumem-rich img").count() == 0 and dialogs == []
-    expect(page.locator(".jp-gpumem-rich .jp-gpumem-memory").first).to_have_text(
+    expect(table.locator("tr.jp-GpuMem-self")).to_have_count(1)
+    assert page.locator(".jp-GpuMem-output img").count() == 0 and dialogs == []
+    expect(page.locator(".jp-GpuMem-output .jp-GpuMem-memory").first).to_have_text(
         "memory 16500 MiB used of 40960 MiB (40.0 GiB) (40%) · 24460 MiB free · utilisation 71%"
     )
