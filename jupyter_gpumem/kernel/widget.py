@@ -35,6 +35,7 @@ from jupyter_gpumem.kernel import protocol
 from jupyter_gpumem.kernel.protocol import figures_only
 from jupyter_gpumem.render import viewtext
 from jupyter_gpumem.render.html import esc
+from jupyter_gpumem.wire.comm import Gpu, Sample
 
 if TYPE_CHECKING:
     from jupyter_gpumem.kernel.stream import Stream
@@ -106,13 +107,13 @@ class GpuMemView(anywidget.AnyWidget):
     _esm = _static("inline.js", NOT_BUILT)
     _css = _static("base.css", "")
 
-    def __init__(self, stream: Stream, history: list[dict[str, Any]], latest: dict[str, Any] | None):
+    def __init__(self, stream: Stream, history: list[Sample], latest: Sample | None):
         super().__init__()
         self._lock = threading.RLock()
         self._stream = stream
         self._closed = False
         self._handles: list[Any] = []
-        self._latest: dict[str, Any] | None = None
+        self._latest: Sample | None = None
         self._shown: str | None = None
         self._window_s = stream.sampler.history_s
         module = _history_module()
@@ -128,7 +129,7 @@ class GpuMemView(anywidget.AnyWidget):
 
     # -- the sampler thread's side --------------------------------------------------------------------
 
-    def update(self, sample: dict[str, Any]) -> None:
+    def update(self, sample: Sample) -> None:
         """A new sample (the sampler thread): sent on to the browser, kept for the still picture."""
         with self._lock:
             if self._closed:
@@ -137,7 +138,7 @@ class GpuMemView(anywidget.AnyWidget):
             self._latest = sample
         self.send(protocol.sample_message(sample))
 
-    def _push(self, sample: dict[str, Any]) -> None:
+    def _push(self, sample: Sample) -> None:
         if self._history is not None:
             self._history.push(figures_only(sample))
 
@@ -153,12 +154,12 @@ class GpuMemView(anywidget.AnyWidget):
         elif kind == "stop":
             self.close()
 
-    def _gpu(self) -> dict[str, Any] | None:
+    def _gpu(self) -> Gpu | None:
         sample = self._latest
         if sample is None or sample.get("problem") or not sample["gpus"]:
             return None
         self._shown = viewtext.choose_gpu(sample["gpus"], self._shown)
-        gpus: list[dict[str, Any]] = sample["gpus"]
+        gpus = sample["gpus"]
         return next(g for g in gpus if viewtext.gpu_key(g) == self._shown)
 
     # -- display and closing (the main thread) ----------------------------------------------------------
@@ -208,7 +209,7 @@ class GpuMemView(anywidget.AnyWidget):
 # -- the HTML the view and its snapshot share -------------------------------------------------------------
 
 
-def header_html(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> str:
+def header_html(sample: Sample | None, gpu: Gpu | None) -> str:
     if sample is None:
         return '<div class="jp-gpumem-detail">Collecting…</div>'
     parts = []
@@ -246,7 +247,7 @@ def header_html(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> st
     return "".join(parts)
 
 
-def table_html(gpu: dict[str, Any] | None) -> str:
+def table_html(gpu: Gpu | None) -> str:
     if gpu is None:
         return ""
     note = viewtext.process_note(gpu)
@@ -283,7 +284,7 @@ def table_html(gpu: dict[str, Any] | None) -> str:
     return "".join(out)
 
 
-def snapshot_text(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> str:
+def snapshot_text(sample: Sample | None, gpu: Gpu | None) -> str:
     """The view as text: the headline and the device (what a terminal or a log shows)."""
     if sample is None:
         return "jupyter-gpumem: collecting…"
@@ -297,7 +298,7 @@ def snapshot_text(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> 
     return "\n".join(lines)
 
 
-def snapshot_html(sample: dict[str, Any] | None, gpu: dict[str, Any] | None, history: Any, window_s: float) -> str:
+def snapshot_html(sample: Sample | None, gpu: Gpu | None, history: Any, window_s: float) -> str:
     """The view as still HTML: what a saved notebook shows without its kernel's widgets."""
     chart = ""
     if gpu is not None and history is None:

@@ -28,6 +28,7 @@ from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
 from jupyter_gpumem.server.figures import KernelSource, make_figures
 from jupyter_gpumem.server.metrics import GpumemCollector, rows
 from jupyter_gpumem.units import GiB, MiB
+from jupyter_gpumem.wire.report import REPORT
 
 pytestmark = pytest.mark.server
 
@@ -343,17 +344,26 @@ def test_a_reports_allocator_figures_become_metrics_that_promtool_accepts() -> N
     )
     gpu0 = replace(gpu0, processes=(GpuProcess(4242, GPU0, 5 * GiB, "compute", "python", None, None, False),))
     snapshot = Snapshot(taken_at=1000.0, own_pid=1, devices=(gpu0, gpu1, gpu2), driver_version="550.54.15")
-    said = {"uuid": GPU0, "budget_bytes": 4 * GiB, "in_force": True, "pool_bytes": 3 * GiB, "pool_known": True,
-            "framework_bytes": 2 * GiB, "framework_peak_bytes": 3 * GiB, "overhead_bytes": 512 * MiB,
-            "overhead_source": "measured"}  # fmt: skip
+    template = json.loads((Path(__file__).parents[1] / "fixtures" / "report" / "report.json").read_text())
+    said = {**template["sample"]["gpus"][0], "uuid": GPU0, "budget_bytes": 4 * GiB, "in_force": True,
+            "pool_bytes": 3 * GiB, "pool_known": True, "framework_bytes": 2 * GiB, "framework_peak_bytes": 3 * GiB,
+            "overhead_bytes": 512 * MiB, "overhead_source": "measured"}  # fmt: skip
     on_gpu1 = {**said, "uuid": GPU1, "framework_bytes": GiB}
-    on_gpu2 = {"uuid": gpu2.uuid, "budget_bytes": 4 * GiB, "in_force": True, "pool_bytes": 3 * GiB}  # not started there
+    on_gpu2 = {
+        **template["sample"]["gpus"][0],
+        "uuid": gpu2.uuid,
+        "budget_bytes": 4 * GiB,
+        "in_force": True,
+        "pool_bytes": 3 * GiB,
+    }  # not started there
     # In a container the kernel attributes its memory on GPU 1 itself (matched), and MPS holds it hard there.
     on_gpu1.update(own_bytes=int(1.6 * GiB), own_source="matched", limit_kind="mps", limit_hard=True)
     said.update(own_bytes=5 * GiB, own_source="exact", limit_kind="cooperative", limit_hard=False)
-    sample = {"framework": "TensorFlow", "framework_started": True, "gpus": [said, on_gpu1, on_gpu2]}
-    report = {"protocol": 1, "type": "report", "pid": 4242, "t": 999.0, "oom_errors_total": 2,
+    sample = {**template["sample"], "framework": "TensorFlow", "framework_started": True,
+              "gpus": [said, on_gpu1, on_gpu2]}  # fmt: skip
+    report = {**template, "pid": 4242, "t": 999.0, "oom_errors_total": 2,
               "ceiling": {"max_fraction": None, "max_limit_bytes": 20 * GiB}, "sample": sample}  # fmt: skip
+    assert REPORT.problem(report) is None  # as the server's thread would have read it
     view = make_figures(snapshot, [KernelSource("k1", 4242, report)], now=1000.0, stale_after_s=30)
     assert [(g.uuid, g.used_bytes, g.budget_bytes, g.over_budget, g.framework_bytes) for g in view.kernels[0].gpus] == [
         (GPU0, 5 * GiB, 4 * GiB, True, 2 * GiB),
