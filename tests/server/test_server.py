@@ -32,6 +32,8 @@ from jupyter_gpumem.wire.report import REPORT
 
 pytestmark = pytest.mark.server
 
+REPORT_FIXTURE = Path(__file__).parents[1] / "fixtures" / "report" / "report.json"  # a valid report file
+
 GPU0 = "GPU-5e5e5e5e-0000-4000-8000-000000000000"
 GPU1 = "GPU-5e5e5e5e-0000-4000-8000-000000000001"
 KERNEL_CONFIG = """
@@ -307,9 +309,8 @@ def test_prometheus_scrapes_each_kernels_series_with_the_token(scene: Scene, tmp
 def test_a_stale_report_is_said_so_and_reports_of_unknown_kernels_are_ignored(scene: Scene) -> None:
     scene.use(marker=9400)
     pid = scene.pids[scene.c]
-    report = {"protocol": 1, "type": "report", "pid": pid, "package_version": "0.1.0", "t": time.time() - 300,
-              "oom_errors_total": 0, "ceiling": {"max_fraction": 0.3, "max_limit_bytes": None},
-              "sample": {"gpus": [{"uuid": GPU0, "budget_bytes": GiB}]}}  # fmt: skip
+    report = {**json.loads(REPORT_FIXTURE.read_text()), "pid": pid, "t": time.time() - 300,
+              "ceiling": {"max_fraction": 0.3, "max_limit_bytes": None}}  # fmt: skip
     stale, unknown = scene.server.report(scene.c), scene.server.report("not-a-kernel-of-this-server")
     stale.parent.mkdir(mode=0o700, exist_ok=True)
     stale.write_text(json.dumps(report))
@@ -344,7 +345,7 @@ def test_a_reports_allocator_figures_become_metrics_that_promtool_accepts() -> N
     )
     gpu0 = replace(gpu0, processes=(GpuProcess(4242, GPU0, 5 * GiB, "compute", "python", None, None, False),))
     snapshot = Snapshot(taken_at=1000.0, own_pid=1, devices=(gpu0, gpu1, gpu2), driver_version="550.54.15")
-    template = json.loads((Path(__file__).parents[1] / "fixtures" / "report" / "report.json").read_text())
+    template = json.loads(REPORT_FIXTURE.read_text())
     said = {**template["sample"]["gpus"][0], "uuid": GPU0, "budget_bytes": 4 * GiB, "in_force": True,
             "pool_bytes": 3 * GiB, "pool_known": True, "framework_bytes": 2 * GiB, "framework_peak_bytes": 3 * GiB,
             "overhead_bytes": 512 * MiB, "overhead_source": "measured"}  # fmt: skip

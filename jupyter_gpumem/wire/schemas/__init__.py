@@ -58,13 +58,14 @@ class Schema(Generic[T]):
 
     def problem(self, data: object) -> str | None:
         """What is wrong with ``data``, as a phrase naming the field ("sample.gpus[0].used_bytes must be
-        integer or null"); None: it is valid. A field a newer sender leaves out gets its schema default."""
+        integer or null"); None: it is valid. ``data`` is left as it is: a field an older sender leaves out stays
+        absent (the typed values mark it NotRequired), where the TypeScript reader takes its ``default``."""
         import fastjsonschema
 
         with self._lock:
             if self._check is None:
                 uri = load(self.name)["$id"] + ("" if self.definition is None else f"#/$defs/{self.definition}")
-                self._check = fastjsonschema.compile({"$ref": uri}, handlers={"https": _by_id})
+                self._check = fastjsonschema.compile({"$ref": uri}, handlers={"https": _by_id}, use_default=False)
         try:
             self._check(data)
         except fastjsonschema.JsonSchemaValueException as error:
