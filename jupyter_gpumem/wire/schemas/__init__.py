@@ -52,10 +52,6 @@ class Schema(Generic[T]):
         self._lock = threading.Lock()
         self._said: dict[str, str] = {}  # per sender, the problem last logged
 
-    def schema(self) -> dict[str, Any]:
-        schema = load(self.name)
-        return schema if self.definition is None else cast(dict[str, Any], schema["$defs"][self.definition])
-
     def problem(self, data: object) -> str | None:
         """What is wrong with ``data``, as a phrase naming the field ("sample.gpus[0].used_bytes must be
         integer or null"); None: it is valid. ``data`` is left as it is: a field an older sender leaves out stays
