@@ -146,14 +146,3 @@ def from_sample(data: Any) -> Others | None:
         if users is None
         else tuple(UserShare(u.get("user"), int(u["processes"]), u.get("used_bytes")) for u in users),
     )
-
-
-def encode(others: Others | None) -> dict[str, Any] | None:
-    """``others`` as a protocol sample carries it: null where every process is listed."""
-    if others is None:
-        return None
-    return {
-        "processes": others.processes,
-        "used_bytes": others.used_bytes,
-        "users": None if others.users is None else [u._asdict() for u in others.users],
-    }

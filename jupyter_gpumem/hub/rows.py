@@ -1,13 +1,19 @@
 """One row per user, server, kernel and GPU, made from a single-user server's ``/api/gpumem/v1`` body.
 
 Plain immutable data: the page and the metrics render these rows, they never re-read the servers' bodies.
+A body is another process's word: one that is not valid (wire/schemas/api.v1.json) becomes that server's
+row with the reason, and the other servers' rows stand.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+import logging
+from dataclasses import dataclass, replace
+from typing import cast
+
+from jupyter_gpumem.wire.api import BODY, Body
+
+log = logging.getLogger("jupyter_gpumem.hub")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,51 +36,51 @@ class Row:
     problem: str | None = None
 
 
-def rows_of_server(user: str, server: str, body: Mapping[str, Any], now: float) -> list[Row]:
+def rows_of_server(user: str, server: str, data: object, now: float) -> list[Row]:
     """The rows of one server's reading. A kernel on no GPU still has one row (no GPU figures)."""
+    problem = BODY.problem(data)
+    BODY.tell(f"{user}'s server {server!r}", problem, log)
+    if problem is not None:
+        return [unreadable(user, server, f"its /api/gpumem/v1 body is not valid: {problem}")]
+    body = cast(Body, data)
     rows: list[Row] = []
-    for kernel in body.get("kernels") or []:
-        ceiling = kernel.get("ceiling") or {}
-        state = kernel.get("execution_state")
-        last = kernel.get("last_activity")
-        idle_s = max(0.0, now - float(last)) if state == "idle" and isinstance(last, (int, float)) else None
-        common = dict(
+    for kernel in body["kernels"]:
+        ceiling = kernel["ceiling"]
+        state, last = kernel["execution_state"], kernel["last_activity"]
+        idle_s = max(0.0, now - last) if state == "idle" and last is not None else None
+        # The kernel's row on no GPU; on each GPU it is on, that row with the GPU's figures.
+        alone = Row(
             user=user,
             server=server,
-            kernel_id=str(kernel.get("id")),
-            status=kernel.get("status"),
-            ceiling_fraction=ceiling.get("max_fraction"),
-            ceiling_bytes=ceiling.get("max_limit_bytes"),
+            kernel_id=kernel["id"],
+            status=kernel["status"],
+            gpu_index=None,
+            gpu_uuid=None,
+            used_bytes=None,
+            budget_bytes=None,
+            over_budget=None,
+            ceiling_fraction=ceiling["max_fraction"],
+            ceiling_bytes=ceiling["max_limit_bytes"],
+            limit_kind=None,
+            limit_hard=False,
             execution_state=state,
             idle_s=idle_s,
         )
-        gpus = kernel.get("gpus") or []
-        for gpu in gpus:
-            rows.append(
-                Row(
-                    **common,
-                    gpu_index=gpu.get("index"),
-                    gpu_uuid=gpu.get("uuid"),
-                    used_bytes=gpu.get("used_bytes"),
-                    budget_bytes=gpu.get("budget_bytes"),
-                    over_budget=gpu.get("over_budget"),
-                    limit_kind=gpu.get("limit_kind"),
-                    limit_hard=gpu.get("limit_hard") is True,
-                )
+        rows.extend(
+            replace(
+                alone,
+                gpu_index=gpu["index"],
+                gpu_uuid=gpu["uuid"],
+                used_bytes=gpu["used_bytes"],
+                budget_bytes=gpu["budget_bytes"],
+                over_budget=gpu["over_budget"],
+                limit_kind=gpu["limit_kind"],
+                limit_hard=gpu["limit_hard"],
             )
-        if not gpus:
-            rows.append(
-                Row(
-                    **common,
-                    gpu_index=None,
-                    gpu_uuid=None,
-                    used_bytes=None,
-                    budget_bytes=None,
-                    over_budget=None,
-                    limit_kind=None,
-                    limit_hard=False,
-                )
-            )
+            for gpu in kernel["gpus"]
+        )
+        if not kernel["gpus"]:
+            rows.append(alone)
     return rows
 
 

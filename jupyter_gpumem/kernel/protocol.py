@@ -2,35 +2,45 @@
 
 Kernel to sidebar: ``hello`` (the comm_open data: settings and the history to replay), then one
 ``sample`` per interval. Sidebar to kernel: ``configure``. Every message is a JSON object carrying
-``"protocol": 1``; anything else is dropped with one warning by whichever side receives it.
-Fixtures in tests/fixtures/protocol/ are checked by the Python and the TypeScript tests alike.
+``"protocol": 1``; anything else is dropped with one warning by whichever side receives it. The reference is
+the schema, jupyter_gpumem/wire/schemas/comm.v1.json; the fixtures in tests/fixtures/protocol/ are checked
+against it by the Python and the TypeScript tests alike.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from jupyter_gpumem._version import __version__
 from jupyter_gpumem.budget.attribution import unlisted_bytes
-from jupyter_gpumem.budget.privacy import encode as encode_others
+from jupyter_gpumem.budget.privacy import Others as OthersFigure
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Device
 from jupyter_gpumem.render import messages
 from jupyter_gpumem.wire.comm import (
+    CONFIGURE,
     HISTORY_RANGE_S,
     INTERVAL_RANGE_S,
-    PROTOCOL,
     TABLE,
+    Gpu,
+    Hello,
+    Notice,
+    Others,
+    PolicyState,
+    Sample,
+    SampleMessage,
+    UserShare,
 )
+from jupyter_gpumem.wire.comm import Configure as ConfigureMessage
 
 
 class ProtocolError(ValueError):
     """A message that is not protocol 1; its text says what is wrong with it."""
 
 
-def encode_sample(reading: Reading, notice: dict[str, Any] | None = None) -> dict[str, Any]:
+def encode_sample(reading: Reading, notice: Notice | None = None) -> Sample:
     """One sample as JSON-ready data; ``notice``: what the server tells this kernel's user now, if anything
     (publish.Publisher.notice)."""
     snapshot, state = reading.snapshot, reading.state
@@ -41,7 +51,7 @@ def encode_sample(reading: Reading, notice: dict[str, Any] | None = None) -> dic
         "problem": snapshot.problem,
         "simulated": snapshot.simulated_scenario,
         "policy": plan.policy.describe() if plan and not plan.policy.is_empty else None,
-        "policy_state": messages.policy_state(state, reading.started),
+        "policy_state": cast(PolicyState | None, messages.policy_state(state, reading.started)),
         "policy_note": messages.policy_note(state, reading.started),
         "framework": state.framework,
         "framework_started": reading.started,
@@ -53,7 +63,7 @@ def encode_sample(reading: Reading, notice: dict[str, Any] | None = None) -> dic
     }
 
 
-def _encode_device(device: Device, reading: Reading, hidden: bool) -> dict[str, Any]:
+def _encode_device(device: Device, reading: Reading, hidden: bool) -> Gpu:
     uuid = device.uuid or ""
     allocator = reading.allocators.get(uuid)
     split = reading.breakdowns.get(uuid)
@@ -102,19 +112,28 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> dict[str, 
             }
             for p in processes
         ],
-        "others": encode_others(others),  # other users' processes, where privacy does not list them
+        "others": _encode_others(others),  # other users' processes, where privacy does not list them
     }
 
 
-def figures_only(sample: dict[str, Any]) -> dict[str, Any]:
-    """The sample as history keeps it: the charted figures, without the process table."""
-    gpus = [{k: v for k, v in g.items() if k not in TABLE} for g in sample["gpus"]]
-    return {**{k: v for k, v in sample.items() if k != "notice"}, "gpus": gpus}
+def _encode_others(others: OthersFigure | None) -> Others | None:
+    if others is None:
+        return None
+    users: list[UserShare] | None = None
+    if others.users is not None:
+        users = [{"user": u.user, "processes": u.processes, "used_bytes": u.used_bytes} for u in others.users]
+    return {"processes": others.processes, "used_bytes": others.used_bytes, "users": users}
 
 
-def hello(interval_s: float, history_s: float, history: list[dict[str, Any]]) -> dict[str, Any]:
+def figures_only(sample: Sample) -> Sample:
+    """The sample as history keeps it: the charted figures, without the process table and the notice."""
+    gpus = [cast(Gpu, {k: v for k, v in g.items() if k not in TABLE}) for g in sample["gpus"]]
+    return cast(Sample, {**{k: v for k, v in sample.items() if k != "notice"}, "gpus": gpus})
+
+
+def hello(interval_s: float, history_s: float, history: list[Sample]) -> Hello:
     return {
-        "protocol": PROTOCOL,
+        "protocol": 1,
         "type": "hello",
         "package_version": __version__,
         "interval_s": interval_s,
@@ -123,8 +142,8 @@ def hello(interval_s: float, history_s: float, history: list[dict[str, Any]]) ->
     }
 
 
-def sample_message(sample: dict[str, Any]) -> dict[str, Any]:
-    return {"protocol": PROTOCOL, "type": "sample", "sample": sample}
+def sample_message(sample: Sample) -> SampleMessage:
+    return {"protocol": 1, "type": "sample", "sample": sample}
 
 
 @dataclass(frozen=True)
@@ -133,25 +152,27 @@ class Configure:
     history_s: float
 
 
-def check_settings(interval_s: Any, history_s: Any) -> Configure:
-    """Raises ProtocolError unless both are numbers within the documented ranges."""
-    for name, value, (low, high) in (
-        ("interval_s", interval_s, INTERVAL_RANGE_S),
-        ("history_s", history_s, HISTORY_RANGE_S),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ProtocolError(f"{name} must be a number of seconds, not {value!r}")
-        if not low <= value <= high:
-            raise ProtocolError(f"{name}={value:g} is outside {low:g}-{high:g} s")
-    return Configure(float(interval_s), float(history_s))
+def check_settings(interval_s: object, history_s: object) -> Configure:
+    """Raises ProtocolError unless both are numbers within the schema's ranges."""
+    return Configure(
+        _seconds("interval_s", interval_s, INTERVAL_RANGE_S), _seconds("history_s", history_s, HISTORY_RANGE_S)
+    )
 
 
-def parse_request(data: Any) -> Configure:
-    """A message from the sidebar. Raises ProtocolError (what is wrong) for anything but protocol 1."""
-    if not isinstance(data, dict):
-        raise ProtocolError(f"expected a JSON object, got {type(data).__name__}")
-    if data.get("protocol") != PROTOCOL:
-        raise ProtocolError(f"protocol {data.get('protocol')!r} is not {PROTOCOL}")
-    if data.get("type") != "configure":
-        raise ProtocolError(f"unknown message type {data.get('type')!r}")
-    return check_settings(data.get("interval_s"), data.get("history_s"))
+def _seconds(name: str, value: object, bounds: tuple[float, float]) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ProtocolError(f"{name} must be a number of seconds, not {value!r}")
+    low, high = bounds
+    if not low <= value <= high:
+        raise ProtocolError(f"{name}={value:g} is outside {low:g}-{high:g} s")
+    return float(value)
+
+
+def parse_request(data: object) -> Configure:
+    """A message from the sidebar. Raises ProtocolError (what is wrong) for anything but a protocol 1
+    ``configure`` (the schema's ``$defs/configure``)."""
+    problem = CONFIGURE.problem(data)
+    if problem is not None:
+        raise ProtocolError(problem)
+    message = cast(ConfigureMessage, data)
+    return check_settings(message["interval_s"], message["history_s"])

@@ -15,12 +15,16 @@ The file (docs/server.md):
 ``idle_since``: when the user's last cell finished (or the extension loaded, if none has run since); null
 while a cell runs. The server cannot tell this itself: every message the kernel sends, the sidebar's samples
 too, counts as activity to jupyter_server, so a kernel followed by a sidebar never looks idle there.
+
+The reference for the file, and for the server's notice beside it (``$defs/notice_file``), is the schema
+jupyter_gpumem/wire/schemas/report.v1.json.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -30,8 +34,10 @@ from jupyter_gpumem._version import __version__
 from jupyter_gpumem.budget.plan import Ceiling
 from jupyter_gpumem.gpu.files import replace_json
 from jupyter_gpumem.kernel.protocol import figures_only
-from jupyter_gpumem.wire.comm import PROTOCOL
-from jupyter_gpumem.wire.report import HEARTBEAT_S, notice_beside, report_path
+from jupyter_gpumem.wire.comm import Notice, Sample
+from jupyter_gpumem.wire.report import HEARTBEAT_S, NOTICE, Report, notice_beside, report_path
+
+log = logging.getLogger("jupyter_gpumem")
 
 
 def kernel_report_path() -> Path | None:
@@ -64,14 +70,14 @@ class Publisher:
     def __init__(self, path: Path):
         self.path = path
         self.activity = Activity()
-        self._last: dict[str, Any] | None = None
+        self._last: Report | None = None
         self._written_at = 0.0
         self._notice_stamp: tuple[int, int] | None = None
-        self._notice: dict[str, Any] | None = None
+        self._notice: Notice | None = None
 
-    def publish(self, sample: dict[str, Any], ceiling: Ceiling, oom_errors: int) -> None:
-        report = {
-            "protocol": PROTOCOL,
+    def publish(self, sample: Sample, ceiling: Ceiling, oom_errors: int) -> None:
+        report: Report = {
+            "protocol": 1,
             "type": "report",
             "pid": os.getpid(),
             "package_version": __version__,
@@ -79,20 +85,21 @@ class Publisher:
             "ceiling": {"max_fraction": ceiling.max_fraction, "max_limit_bytes": ceiling.max_limit_bytes},
             "idle_since": self.activity.idle_since,
             "sample": figures_only(sample),
+            "t": sample["t"],
         }
-        now = float(sample["t"])
+        now = sample["t"]
         unchanged = self._last is not None and _without_time(report) == _without_time(self._last)
         if unchanged and now - self._written_at < HEARTBEAT_S:
             return
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        replace_json(self.path, {**report, "t": now}, durable=False, separators=(",", ":"))
+        replace_json(self.path, report, durable=False, separators=(",", ":"))
         self._last, self._written_at = report, now
 
     def remove(self) -> None:
         with contextlib.suppress(OSError):
             self.path.unlink()
 
-    def notice(self) -> dict[str, Any] | None:
+    def notice(self) -> Notice | None:
         """What the server's notice beside the report says now (``notice_path``), as the sample carries it
         (docs/protocol.md); None: there is none. Read again only when the file changes."""
         path = notice_beside(self.path)
@@ -106,25 +113,17 @@ class Publisher:
         return self._notice
 
 
-NOTICE_KINDS = ("idle_warning", "idle_shutdown")
-
-
-def _read_notice(path: Path) -> dict[str, Any] | None:
+def _read_notice(path: Path) -> Notice | None:
     try:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):  # gone meanwhile, or being written by a server without replace_json
         return None
-    if not isinstance(data, dict) or data.get("protocol") != PROTOCOL or data.get("type") != "notice":
+    notice = NOTICE.read(data, f"the Jupyter server ({path})", log)
+    if notice is None:
         return None
-    kind, text, t, at = data.get("kind"), data.get("text"), data.get("t"), data.get("shutdown_at")
-    if kind not in NOTICE_KINDS or not isinstance(text, str) or not _number(t) or not (at is None or _number(at)):
-        return None
-    return {"kind": kind, "text": text, "t": t, "shutdown_at": at}
+    return {"kind": notice["kind"], "text": notice["text"], "t": notice["t"], "shutdown_at": notice["shutdown_at"]}
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _without_time(report: dict[str, Any]) -> dict[str, Any]:
-    return {**report, "sample": {**report["sample"], "t": None}}
+def _without_time(report: Report) -> Report:
+    """The report as compared: the time alone is no change."""
+    return {**report, "t": 0.0, "sample": {**report["sample"], "t": 0.0}}

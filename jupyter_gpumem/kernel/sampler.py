@@ -7,14 +7,14 @@ import math
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from jupyter_gpumem.wire.comm import DEFAULT_HISTORY_S, DEFAULT_INTERVAL_S
+from jupyter_gpumem.wire.comm import DEFAULT_HISTORY_S, DEFAULT_INTERVAL_S, Sample
 
 log = logging.getLogger("jupyter_gpumem")
 
 T = TypeVar("T")
-Kept = dict[str, Any]
+Kept = Sample
 
 
 class Sampler(Generic[T]):

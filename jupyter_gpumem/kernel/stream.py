@@ -29,7 +29,7 @@ from jupyter_gpumem.kernel.alerts import Alerts
 from jupyter_gpumem.kernel.control import Controller, controller
 from jupyter_gpumem.kernel.publish import Publisher
 from jupyter_gpumem.kernel.sampler import Sampler
-from jupyter_gpumem.wire.comm import TARGET
+from jupyter_gpumem.wire.comm import TARGET, Sample
 
 log = logging.getLogger("jupyter_gpumem")
 V = TypeVar("V")
@@ -39,10 +39,10 @@ class Tick(NamedTuple):
     """One interval's reading, and the same as the protocol sends it."""
 
     reading: Reading
-    sample: dict[str, Any]
+    sample: Sample
 
     @property
-    def figures(self) -> dict[str, Any]:
+    def figures(self) -> Sample:
         return protocol.figures_only(self.sample)
 
 
@@ -95,7 +95,7 @@ class Stream:
         self.sampler.start()
         return self.publisher
 
-    def add_view(self, make: Callable[[Stream, list[dict[str, Any]], dict[str, Any] | None], V]) -> V:
+    def add_view(self, make: Callable[[Stream, list[Sample], Sample | None], V]) -> V:
         """A new inline view (the main thread): made with the history to replay and a sample taken now (the
         cell may just have changed the policy), then fed every sample until remove_view."""
         view = make(self, self.sampler.history(), self.take().sample)

@@ -33,6 +33,7 @@ import anywidget
 from jupyter_gpumem.kernel import protocol
 from jupyter_gpumem.kernel.protocol import figures_only
 from jupyter_gpumem.render import html, viewtext
+from jupyter_gpumem.wire.comm import Gpu, Sample
 
 if TYPE_CHECKING:
     from jupyter_gpumem.kernel.stream import Stream
@@ -77,13 +78,13 @@ class GpuMemView(anywidget.AnyWidget):
     _esm = _static("inline.js", NOT_BUILT)
     _css = _static("base.css", "")
 
-    def __init__(self, stream: Stream, history: list[dict[str, Any]], latest: dict[str, Any] | None):
+    def __init__(self, stream: Stream, history: list[Sample], latest: Sample | None):
         super().__init__()
         self._lock = threading.RLock()
         self._stream = stream
         self._closed = False
         self._handles: list[Any] = []
-        self._latest: dict[str, Any] | None = None
+        self._latest: Sample | None = None
         self._shown: str | None = None
         self._window_s = stream.sampler.history_s
         module = _history_module()
@@ -99,7 +100,7 @@ class GpuMemView(anywidget.AnyWidget):
 
     # -- the sampler thread's side --------------------------------------------------------------------
 
-    def update(self, sample: dict[str, Any]) -> None:
+    def update(self, sample: Sample) -> None:
         """A new sample (the sampler thread): sent on to the browser, kept for the still picture."""
         with self._lock:
             if self._closed:
@@ -108,7 +109,7 @@ class GpuMemView(anywidget.AnyWidget):
             self._latest = sample
         self.send(protocol.sample_message(sample))
 
-    def _push(self, sample: dict[str, Any]) -> None:
+    def _push(self, sample: Sample) -> None:
         if self._history is not None:
             self._history.push(figures_only(sample))
 
@@ -124,12 +125,12 @@ class GpuMemView(anywidget.AnyWidget):
         elif kind == "stop":
             self.close()
 
-    def _gpu(self) -> dict[str, Any] | None:
+    def _gpu(self) -> Gpu | None:
         sample = self._latest
         if sample is None or sample.get("problem") or not sample["gpus"]:
             return None
         self._shown = viewtext.choose_gpu(sample["gpus"], self._shown)
-        gpus: list[dict[str, Any]] = sample["gpus"]
+        gpus = sample["gpus"]
         return next(g for g in gpus if viewtext.gpu_key(g) == self._shown)
 
     # -- display and closing (the main thread) ----------------------------------------------------------
@@ -176,15 +177,15 @@ class GpuMemView(anywidget.AnyWidget):
 # -- the HTML the view and its snapshot share -------------------------------------------------------------
 
 
-def header_html(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> str:
+def header_html(sample: Sample | None, gpu: Gpu | None) -> str:
     return html.fragment("view_parts.html.j2", "header", sample, gpu)
 
 
-def table_html(gpu: dict[str, Any] | None) -> str:
+def table_html(gpu: Gpu | None) -> str:
     return html.fragment("view_parts.html.j2", "processes", gpu)
 
 
-def snapshot_text(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> str:
+def snapshot_text(sample: Sample | None, gpu: Gpu | None) -> str:
     """The view as text: the headline and the device (what a terminal or a log shows)."""
     if sample is None:
         return "jupyter-gpumem: collecting…"
@@ -199,7 +200,7 @@ def snapshot_text(sample: dict[str, Any] | None, gpu: dict[str, Any] | None) -> 
 
 
 def snapshot_html(
-    sample: dict[str, Any] | None, gpu: dict[str, Any] | None, history: Any, window_s: float, stopped: str | None = None
+    sample: Sample | None, gpu: Gpu | None, history: Any, window_s: float, stopped: str | None = None
 ) -> str:
     """The view as still HTML: what a saved notebook shows without its kernel's widgets; ``stopped``: the time
     the view was closed."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from jupyter_gpumem.budget.privacy import from_sample, others_line
@@ -16,8 +17,8 @@ from jupyter_gpumem.render.text import printable
 from jupyter_gpumem.units import GiB, MiB, format_gib_or_mib
 
 Level = Literal["ok", "warn", "error"]
-Gpu = dict[str, Any]
-Sample = dict[str, Any]
+Gpu = Mapping[str, Any]  # a protocol gpu (wire.comm.Gpu), read only
+Sample = Mapping[str, Any]  # a protocol sample (wire.comm.Sample), read only
 
 WARN_AT = 0.9  # at or above this share of the budget the headline turns to the warning colour (format.ts)
 
@@ -26,7 +27,7 @@ def gpu_key(gpu: Gpu) -> str:
     return str(gpu["uuid"]) if gpu.get("uuid") else f"index {gpu['index']}"
 
 
-def choose_gpu(gpus: list[Gpu], shown: str | None) -> str | None:
+def choose_gpu(gpus: Sequence[Gpu], shown: str | None) -> str | None:
     """The GPU shown: the one already shown while it is there; else the one with a budget, else the one
     this kernel uses, else the first (history.ts chooseGpu)."""
     keys = [gpu_key(g) for g in gpus]
@@ -169,7 +170,7 @@ def others_note(gpu: Gpu) -> str | None:
     return printable(others_line(others, format_gib_or_mib)) if others and others.processes else None
 
 
-def process_cells(p: dict[str, Any]) -> dict[str, str]:
+def process_cells(p: Mapping[str, Any]) -> dict[str, str]:
     """One row of the process table: MiB as nvidia-smi's table counts them, CPU% to one decimal; N/A where
     the driver or the host cannot tell, "…" where the host has not measured the CPU yet."""
     pending = p.get("cpu_percent") is None and p.get("cpu_pending")

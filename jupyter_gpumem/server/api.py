@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
@@ -15,15 +14,16 @@ from tornado import web
 
 from jupyter_gpumem._version import __version__
 from jupyter_gpumem.server.figures import Figures, OtherProcess
+from jupyter_gpumem.wire.api import PATH, Body
+from jupyter_gpumem.wire.comm import UserShare
 
-VERSION = 1
-PATH = "/api/gpumem/v1"
+__all__ = ["PATH", "GpumemHandler", "encode"]
 
 
 def encode(figures: Figures, interval_s: float) -> bytes:
-    """The JSON body for the Figures."""
-    body: dict[str, Any] = {
-        "version": VERSION,
+    """The JSON body for the Figures (wire/schemas/api.v1.json)."""
+    body: Body = {
+        "version": 1,
         "package_version": __version__,
         "interval_s": interval_s,
         "t": figures.t,
@@ -93,7 +93,7 @@ def encode(figures: Figures, interval_s: float) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-def _by_user(others: tuple[OtherProcess, ...]) -> list[dict[str, Any]]:
+def _by_user(others: tuple[OtherProcess, ...]) -> list[UserShare]:
     """Other processes summed per Unix user (null: a user the host does not show, or memory N/A)."""
     users: dict[str | None, list[OtherProcess]] = {}
     for process in others:

@@ -8,16 +8,16 @@ metrics and the JSON API only render a Figures; they never read or decide anythi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import NamedTuple
 
 from jupyter_gpumem.budget.privacy import LEVELS, Level
 from jupyter_gpumem.gpu.model import Device, Snapshot
-
-Status = Literal["reporting", "stale", "not_reporting"]
-
+from jupyter_gpumem.wire.api import Status
+from jupyter_gpumem.wire.comm import Gpu as ReportedGpu
+from jupyter_gpumem.wire.comm import LimitKind, OverheadSource, OwnSource, PolicyState
+from jupyter_gpumem.wire.report import Report
 
 Privacy = Level  # the kernel's levels, the same words (privacy.py)
 PRIVACY = LEVELS
@@ -60,12 +60,12 @@ class KernelGpu:
     pool_bytes: int | None
     pool_known: bool
     overhead_bytes: int | None
-    overhead_source: str | None
+    overhead_source: OverheadSource | None
     framework_bytes: int | None
     framework_peak_bytes: int | None
     own_bytes: int | None  # the kernel's own figure, as it attributes it (docs/containers.md)
-    own_source: str | None  # exact | matched | estimated | unknown
-    limit_kind: str | None  # mig | mps | cooperative
+    own_source: OwnSource | None
+    limit_kind: LimitKind | None
     limit_hard: bool
 
 
@@ -77,7 +77,7 @@ class Kernel:
     report_age_s: float | None
     package_version: str | None
     policy: str | None
-    policy_state: str | None
+    policy_state: PolicyState | None
     policy_note: str | None
     framework: str | None
     framework_started: bool
@@ -111,7 +111,7 @@ class KernelSource:
 
     id: str
     pid: int | None  # from the kernel manager
-    report: Any  # its report file's JSON; None when there is none or it could not be read
+    report: Report | None  # its report file, valid (watcher.py); None when there is none or it is not valid
     execution_state: str | None = None
     last_activity: float | None = None
 
@@ -129,7 +129,7 @@ def make_figures(
     for kernel in kernels:
         status, report = reports[kernel.id]
         # The manager's pid, and the kernel's own word for it (they differ when a wrapper started it).
-        for pid in (kernel.pid, _int(report, "pid") if status == "reporting" else None):
+        for pid in (kernel.pid, report["pid"] if report is not None and status == "reporting" else None):
             if pid is not None:
                 owner.setdefault(pid, kernel.id)
     held = [_held(device, owner) for device in snapshot.devices]
@@ -155,14 +155,11 @@ def _held(device: Device, owner: Mapping[int, str]) -> dict[str | None, list[int
     return held
 
 
-def _judge(data: Any, now: float, stale_after_s: float) -> tuple[Status, Mapping[str, Any]]:
+def _judge(report: Report | None, now: float, stale_after_s: float) -> tuple[Status, Report | None]:
     """Whether a kernel's report can be used, and the report."""
-    if not isinstance(data, dict) or data.get("protocol") != 1 or data.get("type") != "report":
-        return "not_reporting", {}
-    t = _number(data, "t")
-    if t is None or not isinstance(data.get("sample"), dict):
-        return "not_reporting", {}
-    return ("stale" if now - t > stale_after_s else "reporting"), data
+    if report is None:
+        return "not_reporting", None
+    return ("stale" if now - report["t"] > stale_after_s else "reporting"), report
 
 
 def _gpu(
@@ -192,59 +189,53 @@ def _gpu(
 
 def _kernel(
     source: KernelSource,
-    judged: tuple[Status, Mapping[str, Any]],
+    judged: tuple[Status, Report | None],
     devices: Sequence[Device],
     held: Sequence[Mapping[str | None, list[int | None]]],
     now: float,
 ) -> Kernel:
     status, report = judged
-    fresh = report if status == "reporting" else {}  # a stale report's figures are not shown as current
-    sample = _mapping(fresh, "sample")
-    ceiling = _mapping(fresh, "ceiling")
-    gpus = sample.get("gpus")
-    said = (
-        {g["uuid"]: g for g in gpus if isinstance(g, dict) and isinstance(g.get("uuid"), str)}
-        if isinstance(gpus, list)
-        else {}
-    )
-    t = _number(report, "t")
+    fresh = report if status == "reporting" else None  # a stale report's figures are not shown as current
+    sample = fresh["sample"] if fresh is not None else None
+    said = {g["uuid"]: g for g in sample["gpus"] if g["uuid"] is not None} if sample is not None else {}
     return Kernel(
         id=source.id,
         pid=source.pid,
         status=status,
-        report_age_s=None if t is None else round(max(0.0, now - t), 3),
-        package_version=_str(fresh, "package_version"),
-        policy=_str(sample, "policy"),
-        policy_state=_str(sample, "policy_state"),
-        policy_note=_str(sample, "policy_note"),
-        framework=_str(sample, "framework"),
-        framework_started=sample.get("framework_started") is True,
-        oom_errors_total=_int(fresh, "oom_errors_total"),
-        max_fraction=_number(ceiling, "max_fraction"),
-        max_limit_bytes=_int(ceiling, "max_limit_bytes"),
+        report_age_s=None if report is None else round(max(0.0, now - report["t"]), 3),
+        package_version=fresh["package_version"] if fresh else None,
+        policy=sample["policy"] if sample else None,
+        policy_state=sample.get("policy_state") if sample else None,
+        policy_note=sample.get("policy_note") if sample else None,
+        framework=sample["framework"] if sample else None,
+        framework_started=sample["framework_started"] if sample else False,
+        oom_errors_total=fresh["oom_errors_total"] if fresh else None,
+        max_fraction=fresh["ceiling"]["max_fraction"] if fresh else None,
+        max_limit_bytes=fresh["ceiling"]["max_limit_bytes"] if fresh else None,
         gpus=tuple(
             row
             for device, by in zip(devices, held, strict=True)
-            if (row := _kernel_gpu(device, by.get(source.id, []), said.get(device.uuid, {}))) is not None
+            if (row := _kernel_gpu(device, by.get(source.id, []), said.get(device.uuid or ""))) is not None
         ),
         execution_state=source.execution_state,
-        last_activity=_number(fresh, "idle_since") if "idle_since" in fresh else source.last_activity,
+        last_activity=fresh["idle_since"] if fresh and "idle_since" in fresh else source.last_activity,
     )
 
 
-def _kernel_gpu(device: Device, own: list[int | None], said: Mapping[str, Any]) -> KernelGpu | None:
+def _kernel_gpu(device: Device, own: list[int | None], said: ReportedGpu | None) -> KernelGpu | None:
     """The kernel's row on a GPU where it is: NVML lists a process of it there, or its framework reports
     allocator figures for it. None elsewhere, even with a budget there: a row where it holds nothing tells
     nothing, and every row costs the server's event loop at each scrape (metrics.py). ``own``: the memory
-    of its processes there."""
+    of its processes there; ``said``: what its report says of that GPU."""
     if device.lost or device.uuid is None:
         return None
-    pool_known = said.get("pool_known") is True
-    framework = _int(said, "framework_bytes")
-    attributed = _str(said, "own_source") in ("matched", "estimated")  # in a container: the kernel knows better
+    pool_known = bool(said and said["pool_known"])
+    framework = said["framework_bytes"] if said else None
+    own_source = said.get("own_source") if said else None
+    attributed = own_source in ("matched", "estimated")  # in a container: the kernel knows better
     if not own and framework is None and not pool_known and not attributed:
         return None
-    budget = _int(said, "budget_bytes")
+    budget = said["budget_bytes"] if said else None
     # No process listed is not 0: NVML lists none where the kernel holds nothing, and also where its PID is
     # not the one the driver sees (a container without the host's PID namespace).
     used = _total(own) if own else None
@@ -253,46 +244,21 @@ def _kernel_gpu(device: Device, own: list[int | None], said: Mapping[str, Any]) 
         uuid=device.uuid,
         used_bytes=used,
         budget_bytes=budget,
-        in_force=said.get("in_force") is True,
+        in_force=bool(said and said.get("in_force")),
         over_budget=None if used is None or budget is None else used > budget,
-        pool_bytes=_int(said, "pool_bytes"),
+        pool_bytes=said["pool_bytes"] if said else None,
         pool_known=pool_known,
-        overhead_bytes=_int(said, "overhead_bytes"),
-        overhead_source=_str(said, "overhead_source"),
+        overhead_bytes=said["overhead_bytes"] if said else None,
+        overhead_source=said["overhead_source"] if said else None,
         framework_bytes=framework,
-        framework_peak_bytes=_int(said, "framework_peak_bytes"),
-        own_bytes=_int(said, "own_bytes"),
-        own_source=_str(said, "own_source"),
-        limit_kind=_str(said, "limit_kind"),
-        limit_hard=said.get("limit_hard") is True,
+        framework_peak_bytes=said["framework_peak_bytes"] if said else None,
+        own_bytes=said["own_bytes"] if said else None,
+        own_source=own_source,
+        limit_kind=said.get("limit_kind") if said else None,
+        limit_hard=bool(said and said.get("limit_hard")),
     )
 
 
 def _total(figures: Sequence[int | None]) -> int | None:
     """The sum, or None when one of them is not known: a partial sum would pass for the whole."""
     return None if None in figures else sum(f or 0 for f in figures)
-
-
-# A report is another process's file: every field is checked for its type, and a wrong one is "not known".
-
-
-def _mapping(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = data.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _int(data: Mapping[str, Any], key: str) -> int | None:
-    value = data.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _number(data: Mapping[str, Any], key: str) -> float | None:
-    value = data.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-def _str(data: Mapping[str, Any], key: str) -> str | None:
-    value = data.get(key)
-    return value if isinstance(value, str) else None

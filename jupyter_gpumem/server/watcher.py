@@ -33,7 +33,7 @@ from jupyter_gpumem.gpu.model import HostInfo
 from jupyter_gpumem.server import api, culler, metrics
 from jupyter_gpumem.server.figures import EMPTY, Figures, KernelSource, Privacy, make_figures
 from jupyter_gpumem.units import format_duration, format_gib_or_mib
-from jupyter_gpumem.wire.report import notice_path, report_path
+from jupyter_gpumem.wire.report import REPORT, Report, notice_path, report_path
 
 # Between two steps of a reading the thread sleeps this long, so the event loop's thread gets the GIL
 # if it is waiting: otherwise it would wait up to the interpreter's switch interval (5 ms) for a thread
@@ -119,7 +119,7 @@ class Watcher:
         time.sleep(YIELD_S)
         self._connections = {kernel_id: connection for kernel_id, _, connection, _, _ in kernels}
         sources = [
-            KernelSource(kernel_id, pid, _report(connection), state, last)
+            KernelSource(kernel_id, pid, _report(kernel_id, connection, self.log), state, last)
             for kernel_id, pid, connection, state, last in kernels
         ]
         time.sleep(YIELD_S)
@@ -223,13 +223,16 @@ def _kernels(manager: Any) -> Iterator[tuple[str, int | None, str | None, str | 
         )
 
 
-def _report(connection_file: str | None) -> Any:
+def _report(kernel_id: str, connection_file: str | None, log: logging.Logger) -> Report | None:
+    """The kernel's report; None when it has none (yet), or one that is not valid (logged once)."""
     if not connection_file:
         return None
+    path = report_path(connection_file)
     try:
-        return json.loads(report_path(connection_file).read_bytes())
-    except (OSError, ValueError):  # none yet, gone, or not JSON: not reporting
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):  # none yet, gone, or being replaced: not reporting
         return None
+    return REPORT.read(data, f"kernel {kernel_id} ({path})", log)
 
 
 def _no_host(pids: Collection[int], name: Any) -> Mapping[int, HostInfo]:

@@ -2,10 +2,15 @@
  * The comm protocol between a kernel and the sidebar, version 1 (docs/protocol.md).
  *
  * Kernel to sidebar: `hello` (the comm_open data: settings and the history to replay), then one
- * `sample` per interval. Sidebar to kernel: `configure`. Anything that is not a well-formed
- * protocol 1 message is dropped with one console warning. Pure: no JupyterLab imports, so the
- * unit tests run it in Node against tests/fixtures/protocol/.
+ * `sample` per interval. Sidebar to kernel: `configure`. The reference is the schema,
+ * jupyter_gpumem/wire/schemas/comm.v1.json: a message is checked against it (schema.ts, validate.ts)
+ * and anything it does not admit is dropped with one console warning. Its fields arrive in camelCase,
+ * with the schema's defaults for those an older kernel leaves out. Pure: no JupyterLab imports, so
+ * the unit tests run it in Node against tests/fixtures/protocol/.
  */
+
+import { COMM_SCHEMA } from './schema';
+import { problem } from './validate';
 
 export const PROTOCOL = 1;
 export const TARGET = 'jupyter_gpumem';
@@ -27,6 +32,8 @@ export interface IProcess {
    * a kernel that does not say. */
   cpuPending: boolean;
   self: boolean;
+  /** A process of this kernel's PID namespace running the program the driver names; null: not told. */
+  local?: boolean | null;
 }
 
 /** Other users' processes on one GPU as one figure, where privacy does not list them (docs/hub.md). */
@@ -41,11 +48,6 @@ export interface IOthers {
 }
 
 export type OverheadSource = 'estimated' | 'remembered' | 'measured';
-const OVERHEAD_SOURCES: OverheadSource[] = [
-  'estimated',
-  'remembered',
-  'measured'
-];
 
 export interface IGpu {
   index: number;
@@ -83,6 +85,8 @@ export interface IGpu {
   unlistedBytes: number | null;
   limitKind: LimitKind | null;
   limitHard: boolean;
+  /** The partition's memory, the MPS limit or the budget; null when not known. */
+  limitBytes?: number | null;
   /** Absent in replayed history, which keeps the charted figures only. */
   processes: IProcess[] | null;
   /** Other users' processes, not in `processes`; null: every process is listed (or history). */
@@ -94,7 +98,6 @@ export interface IGpu {
  * least one GPU, or applied (or too late) but in force on none. Null: no policy.
  */
 export type PolicyState = 'recorded' | 'in_force' | 'not_in_force';
-const POLICY_STATES: PolicyState[] = ['recorded', 'in_force', 'not_in_force'];
 
 /**
  * How the kernel knows its own memory on a GPU (docs/containers.md): its PID in NVML's list; the
@@ -102,18 +105,10 @@ const POLICY_STATES: PolicyState[] = ['recorded', 'in_force', 'not_in_force'];
  * or not at all (then `ownBytes` is null, never 0).
  */
 export type OwnSource = 'exact' | 'matched' | 'estimated' | 'unknown';
-const OWN_SOURCES: OwnSource[] = ['exact', 'matched', 'estimated', 'unknown'];
 /** What holds the kernel on a GPU: a MIG partition or an MPS limit (hard), or %gpumem (cooperative). */
 export type LimitKind = 'mig' | 'mps' | 'cooperative';
-const LIMIT_KINDS: LimitKind[] = ['mig', 'mps', 'cooperative'];
 /** Where the kernel stands towards the PIDs the driver reports. */
 export type PidNamespace = 'host' | 'translated' | 'untranslated' | 'unlisted';
-const PID_NAMESPACES: PidNamespace[] = [
-  'host',
-  'translated',
-  'untranslated',
-  'unlisted'
-];
 
 /** What the Jupyter server tells this kernel's user (the idle culler, docs/hub.md): shown as is. */
 export interface INotice {
@@ -123,7 +118,6 @@ export interface INotice {
   t: number;
   shutdownAt: number | null;
 }
-const NOTICE_KINDS: INotice['kind'][] = ['idle_warning', 'idle_shutdown'];
 
 export interface ISample {
   /** Seconds since the epoch (kernel clock). */
@@ -148,6 +142,7 @@ export interface ISample {
 }
 
 export interface IHello {
+  protocol: typeof PROTOCOL;
   type: 'hello';
   packageVersion: string;
   intervalS: number;
@@ -156,6 +151,7 @@ export interface IHello {
 }
 
 export interface ISampleMessage {
+  protocol: typeof PROTOCOL;
   type: 'sample';
   sample: ISample;
 }
@@ -164,255 +160,44 @@ export type KernelMessage = IHello | ISampleMessage;
 
 export class ProtocolError extends Error {}
 
-type Json = Record<string, unknown>;
-
-function object(value: unknown, where: string): Json {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new ProtocolError(`${where} is not an object`);
+/** snake_case keys, as the kernel sends them, to the camelCase of the interfaces above. */
+function camelize(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    return value.map(camelize);
   }
-  return value as Json;
-}
-
-function array(value: unknown, where: string): unknown[] {
-  if (!Array.isArray(value)) {
-    throw new ProtocolError(`${where} is not an array`);
-  }
-  return value;
-}
-
-function number(value: unknown, where: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw new ProtocolError(`${where} is not a number`);
-  }
-  return value;
-}
-
-function bytes(value: unknown, where: string): number | null {
-  if (value === null) {
-    return null;
-  }
-  const n = number(value, where);
-  if (n < 0) {
-    throw new ProtocolError(`${where} is negative`);
-  }
-  return n;
-}
-
-function nullable(value: unknown, where: string): number | null {
-  return value === null ? null : number(value, where);
-}
-
-function text(value: unknown, where: string): string | null {
-  if (value === null) {
-    return null;
-  }
-  if (typeof value !== 'string') {
-    throw new ProtocolError(`${where} is not a string`);
-  }
-  return value;
-}
-
-function flag(value: unknown, where: string): boolean {
-  if (typeof value !== 'boolean') {
-    throw new ProtocolError(`${where} is not true or false`);
-  }
-  return value;
-}
-
-/** A parser for a string that must be one of `names` (or null). */
-function oneOf<T extends string>(
-  names: readonly T[]
-): (value: unknown, where: string) => T | null {
-  return (value, where) => {
-    const name = text(value, where);
-    if (name !== null && !names.includes(name as T)) {
-      throw new ProtocolError(`${where} is not one of ${names.join(', ')}`);
-    }
-    return name as T | null;
-  };
-}
-
-const source = oneOf(OVERHEAD_SOURCES);
-const policyState = oneOf(POLICY_STATES);
-const ownSource = oneOf(OWN_SOURCES);
-const limitKind = oneOf(LIMIT_KINDS);
-const pidNamespace = oneOf(PID_NAMESPACES);
-const noticeKind = oneOf(NOTICE_KINDS);
-
-/** A field added to protocol 1 after its first release: an older kernel leaves it out. */
-function optional<T>(
-  value: unknown,
-  where: string,
-  parse: (value: unknown, where: string) => T,
-  absent: T
-): T {
-  return value === undefined ? absent : parse(value, where);
-}
-
-function parseProcess(value: unknown, where: string): IProcess {
-  const p = object(value, where);
-  return {
-    pid: number(p.pid, `${where}.pid`),
-    name: text(p.name, `${where}.name`),
-    user: text(p.user, `${where}.user`),
-    usedBytes: bytes(p.used_bytes, `${where}.used_bytes`),
-    cpuPercent: nullable(p.cpu_percent, `${where}.cpu_percent`),
-    cpuPending: optional(p.cpu_pending, `${where}.cpu_pending`, flag, false),
-    self: flag(p.self, `${where}.self`)
-  };
-}
-
-function parseOthers(value: unknown, where: string): IOthers {
-  const o = object(value, where);
-  return {
-    processes: number(o.processes, `${where}.processes`),
-    usedBytes: bytes(o.used_bytes, `${where}.used_bytes`),
-    users:
-      o.users === null
-        ? null
-        : array(o.users, `${where}.users`).map((u, i) => {
-            const share = object(u, `${where}.users[${i}]`);
-            return {
-              user: text(share.user, `${where}.users[${i}].user`),
-              processes: number(
-                share.processes,
-                `${where}.users[${i}].processes`
-              ),
-              usedBytes: bytes(
-                share.used_bytes,
-                `${where}.users[${i}].used_bytes`
-              )
-            };
-          })
-  };
-}
-
-function parseNotice(value: unknown, where: string): INotice | null {
-  if (value === null) {
-    return null;
-  }
-  const n = object(value, where);
-  const kind = noticeKind(n.kind, `${where}.kind`);
-  const said = text(n.text, `${where}.text`);
-  if (kind === null || said === null) {
-    throw new ProtocolError(`${where} needs a kind and a text`);
-  }
-  return {
-    kind,
-    text: said,
-    t: number(n.t, `${where}.t`),
-    shutdownAt: nullable(n.shutdown_at, `${where}.shutdown_at`)
-  };
-}
-
-function parseGpu(value: unknown, where: string): IGpu {
-  const g = object(value, where);
-  return {
-    index: number(g.index, `${where}.index`),
-    uuid: text(g.uuid, `${where}.uuid`),
-    name: text(g.name, `${where}.name`),
-    lost: flag(g.lost, `${where}.lost`),
-    hidden: flag(g.hidden, `${where}.hidden`),
-    totalBytes: bytes(g.total_bytes, `${where}.total_bytes`),
-    usedBytes: bytes(g.used_bytes, `${where}.used_bytes`),
-    ownBytes: bytes(g.own_bytes, `${where}.own_bytes`),
-    budgetBytes: bytes(g.budget_bytes, `${where}.budget_bytes`),
-    poolBytes: bytes(g.pool_bytes, `${where}.pool_bytes`),
-    poolKnown: flag(g.pool_known, `${where}.pool_known`),
-    overheadBytes: bytes(g.overhead_bytes, `${where}.overhead_bytes`),
-    overheadSource: source(g.overhead_source, `${where}.overhead_source`),
-    overReason: text(g.over_reason, `${where}.over_reason`),
-    frameworkBytes: bytes(g.framework_bytes, `${where}.framework_bytes`),
-    frameworkPeakBytes: bytes(
-      g.framework_peak_bytes,
-      `${where}.framework_peak_bytes`
-    ),
-    processesKnown: flag(g.processes_known, `${where}.processes_known`),
-    inForce: optional(g.in_force, `${where}.in_force`, flag, false),
-    ownSource: optional(g.own_source, `${where}.own_source`, ownSource, null),
-    ownReason: optional(g.own_reason, `${where}.own_reason`, text, null),
-    ownPid: optional(g.own_pid, `${where}.own_pid`, nullable, null),
-    ownCandidates: optional(
-      g.own_candidates,
-      `${where}.own_candidates`,
-      number,
-      0
-    ),
-    unlistedBytes: optional(
-      g.unlisted_bytes,
-      `${where}.unlisted_bytes`,
-      bytes,
-      null
-    ),
-    limitKind: optional(g.limit_kind, `${where}.limit_kind`, limitKind, null),
-    limitHard: optional(g.limit_hard, `${where}.limit_hard`, flag, false),
-    processes:
-      g.processes === undefined
-        ? null
-        : array(g.processes, `${where}.processes`).map((p, i) =>
-            parseProcess(p, `${where}.processes[${i}]`)
-          ),
-    others:
-      g.others === undefined || g.others === null
-        ? null
-        : parseOthers(g.others, `${where}.others`)
-  };
-}
-
-export function parseSample(value: unknown, where = 'sample'): ISample {
-  const s = object(value, where);
-  return {
-    t: number(s.t, `${where}.t`),
-    problem: text(s.problem, `${where}.problem`),
-    simulated: text(s.simulated, `${where}.simulated`),
-    policy: text(s.policy, `${where}.policy`),
-    framework: text(s.framework, `${where}.framework`),
-    frameworkStarted: flag(s.framework_started, `${where}.framework_started`),
-    takes: optional(s.takes, `${where}.takes`, text, null),
-    policyState: optional(
-      s.policy_state,
-      `${where}.policy_state`,
-      policyState,
-      null
-    ),
-    policyNote: optional(s.policy_note, `${where}.policy_note`, text, null),
-    pidNamespace: optional(
-      s.pid_namespace,
-      `${where}.pid_namespace`,
-      pidNamespace,
-      null
-    ),
-    limitNote: optional(s.limit_note, `${where}.limit_note`, text, null),
-    notice: optional(s.notice, `${where}.notice`, parseNotice, null),
-    gpus: array(s.gpus, `${where}.gpus`).map((g, i) =>
-      parseGpu(g, `${where}.gpus[${i}]`)
-    )
-  };
-}
-
-/** Throws ProtocolError (what is wrong) for anything but a well-formed protocol 1 message. */
-export function parseMessage(data: unknown): KernelMessage {
-  const m = object(data, 'message');
-  if (m.protocol !== PROTOCOL) {
-    throw new ProtocolError(
-      `protocol ${JSON.stringify(m.protocol)} is not ${PROTOCOL}`
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, v]) => [
+        key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()),
+        camelize(v)
+      ])
     );
   }
-  if (m.type === 'hello') {
-    return {
-      type: 'hello',
-      packageVersion: String(text(m.package_version, 'package_version')),
-      intervalS: number(m.interval_s, 'interval_s'),
-      historyS: number(m.history_s, 'history_s'),
-      history: array(m.history, 'history').map((s, i) =>
-        parseSample(s, `history[${i}]`)
-      )
-    };
+  return value;
+}
+
+/** Throws ProtocolError (what is wrong) unless `value` is a sample the schema admits. */
+export function parseSample(value: unknown, where = 'sample'): ISample {
+  const found = problem(COMM_SCHEMA, value, where, COMM_SCHEMA.$defs.sample);
+  if (found !== null) {
+    throw new ProtocolError(found);
   }
-  if (m.type === 'sample') {
-    return { type: 'sample', sample: parseSample(m.sample) };
+  return camelize(value) as ISample;
+}
+
+/** Throws ProtocolError (what is wrong) for anything but a protocol 1 message from a kernel. */
+export function parseMessage(data: unknown): KernelMessage {
+  const found = problem(COMM_SCHEMA, data, 'message');
+  if (found !== null) {
+    throw new ProtocolError(found);
   }
-  throw new ProtocolError(`unknown message type ${JSON.stringify(m.type)}`);
+  const message = camelize(data) as KernelMessage | { type: 'configure' };
+  if (message.type === 'configure') {
+    throw new ProtocolError(
+      'message.type is configure, which goes to a kernel'
+    );
+  }
+  return message;
 }
 
 /** parseMessage, or null after one console warning: a bad message never breaks the sidebar. */

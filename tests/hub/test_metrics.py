@@ -4,6 +4,7 @@ read back with prometheus_client's own parser. No hub is started: the rows are w
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,14 @@ from jupyter_gpumem.hub.rows import Row, rows_of_server, unreadable
 from jupyter_gpumem.hub.service import render_metrics
 from jupyter_gpumem.units import GiB
 
-OLD = Path(__file__).resolve().parents[1] / "fixtures" / "hub" / "metrics.prom"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+OLD = FIXTURES / "hub" / "metrics.prom"
 NOW = 1_763_740_800.0
 
 # Two GPUs for one kernel (its ceiling and idle time once), a kernel on no GPU, a busy kernel, a server that
-# cannot be read, N/A figures (no sample), and names that need escaping in a label.
-BODY: dict[str, Any] = {
+# cannot be read, N/A figures (no sample), and names that need escaping in a label. The figures the metrics
+# show, on a whole body of the API (tests/fixtures/api/body.json) for the rest: the hub reads only valid ones.
+FIGURES: dict[str, Any] = {
     "kernels": [
         {
             "id": "k-alice-1",
@@ -33,9 +36,21 @@ BODY: dict[str, Any] = {
                  "limit_kind": "mig", "limit_hard": True},
             ],
         },
-        {"id": "k-alice-2", "status": "not_reporting", "execution_state": "busy", "gpus": []},
+        {"id": "k-alice-2", "status": "not_reporting", "execution_state": "busy", "last_activity": None,
+         "ceiling": {"max_fraction": None, "max_limit_bytes": None}, "gpus": []},
     ]
 }  # fmt: skip
+
+
+def whole(figures: dict[str, Any]) -> dict[str, Any]:
+    """``figures`` on a valid API body: each kernel and GPU of it filled in from the fixture's first ones."""
+    body = json.loads((FIXTURES / "api" / "body.json").read_text())
+    kernel, gpu = body["kernels"][0], body["kernels"][0]["gpus"][0]
+    body["kernels"] = [{**kernel, **k, "gpus": [{**gpu, **g} for g in k["gpus"]]} for k in figures["kernels"]]
+    return body
+
+
+BODY = whole(FIGURES)
 
 
 def rows() -> list[Row]:

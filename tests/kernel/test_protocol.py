@@ -59,9 +59,23 @@ def test_the_configure_fixture_is_accepted():
 
 @pytest.mark.parametrize("path", MALFORMED, ids=[p.stem for p in MALFORMED])
 def test_every_malformed_fixture_is_refused_with_a_reason(path):
-    with pytest.raises(protocol.ProtocolError) as refused:
+    with pytest.raises(protocol.ProtocolError, match=r"^message"):
         protocol.parse_request(json.loads(path.read_text()))
-    assert str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"interval_s": 0.1}, "message.interval_s must be bigger than or equal to 0.2"),
+        ({"history_s": "1800"}, "message.history_s must be number"),
+        ({"type": "hello"}, "message.type must be same as const definition: configure"),
+        ({"protocol": 2}, "message.protocol must be same as const definition: 1"),
+    ],
+)
+def test_a_configure_the_schema_does_not_admit_is_refused_saying_where(change, reason):
+    with pytest.raises(protocol.ProtocolError) as refused:
+        protocol.parse_request({**fixture("configure.json"), **change})
+    assert str(refused.value) == reason
 
 
 @pytest.mark.parametrize(

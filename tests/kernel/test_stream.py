@@ -142,8 +142,10 @@ def test_configure_changes_the_interval_and_malformed_messages_are_dropped_with_
     while log.count("dropped a message from the sidebar") < 4 and time.monotonic() < deadline:
         time.sleep(0.2)
         log += capfd.readouterr().err  # the kernel's own stderr: the server's log, not the notebook
-    assert "expected a JSON object, got str" in log and "protocol 99 is not 1" in log
-    assert "unknown message type 'explode'" in log and "interval_s=0.05 is outside 0.2-10 s" in log
+    # What the schema (wire/schemas/comm.v1.json, $defs/configure) finds wrong first in each.
+    assert "sidebar: message must be object" in log
+    assert log.count("sidebar: message must contain ['history_s', 'interval_s'] properties") == 2
+    assert "sidebar: message.interval_s must be bigger than or equal to 0.2" in log
     reply = kernel.run("import jupyter_gpumem.kernel.stream as s; print(s.stream().sampler.interval_s)")
     assert reply.stdout == "2.0\n"
     assert next_sample(kernel, comm_id, timeout=5)["gpus"]

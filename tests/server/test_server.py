@@ -28,8 +28,11 @@ from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
 from jupyter_gpumem.server.figures import KernelSource, make_figures
 from jupyter_gpumem.server.metrics import GpumemCollector, rows
 from jupyter_gpumem.units import GiB, MiB
+from jupyter_gpumem.wire.report import REPORT
 
 pytestmark = pytest.mark.server
+
+REPORT_FIXTURE = Path(__file__).parents[1] / "fixtures" / "report" / "report.json"  # a valid report file
 
 GPU0 = "GPU-5e5e5e5e-0000-4000-8000-000000000000"
 GPU1 = "GPU-5e5e5e5e-0000-4000-8000-000000000001"
@@ -306,9 +309,8 @@ def test_prometheus_scrapes_each_kernels_series_with_the_token(scene: Scene, tmp
 def test_a_stale_report_is_said_so_and_reports_of_unknown_kernels_are_ignored(scene: Scene) -> None:
     scene.use(marker=9400)
     pid = scene.pids[scene.c]
-    report = {"protocol": 1, "type": "report", "pid": pid, "package_version": "0.1.0", "t": time.time() - 300,
-              "oom_errors_total": 0, "ceiling": {"max_fraction": 0.3, "max_limit_bytes": None},
-              "sample": {"gpus": [{"uuid": GPU0, "budget_bytes": GiB}]}}  # fmt: skip
+    report = {**json.loads(REPORT_FIXTURE.read_text()), "pid": pid, "t": time.time() - 300,
+              "ceiling": {"max_fraction": 0.3, "max_limit_bytes": None}}  # fmt: skip
     stale, unknown = scene.server.report(scene.c), scene.server.report("not-a-kernel-of-this-server")
     stale.parent.mkdir(mode=0o700, exist_ok=True)
     stale.write_text(json.dumps(report))
@@ -343,17 +345,26 @@ def test_a_reports_allocator_figures_become_metrics_that_promtool_accepts() -> N
     )
     gpu0 = replace(gpu0, processes=(GpuProcess(4242, GPU0, 5 * GiB, "compute", "python", None, None, False),))
     snapshot = Snapshot(taken_at=1000.0, own_pid=1, devices=(gpu0, gpu1, gpu2), driver_version="550.54.15")
-    said = {"uuid": GPU0, "budget_bytes": 4 * GiB, "in_force": True, "pool_bytes": 3 * GiB, "pool_known": True,
-            "framework_bytes": 2 * GiB, "framework_peak_bytes": 3 * GiB, "overhead_bytes": 512 * MiB,
-            "overhead_source": "measured"}  # fmt: skip
+    template = json.loads(REPORT_FIXTURE.read_text())
+    said = {**template["sample"]["gpus"][0], "uuid": GPU0, "budget_bytes": 4 * GiB, "in_force": True,
+            "pool_bytes": 3 * GiB, "pool_known": True, "framework_bytes": 2 * GiB, "framework_peak_bytes": 3 * GiB,
+            "overhead_bytes": 512 * MiB, "overhead_source": "measured"}  # fmt: skip
     on_gpu1 = {**said, "uuid": GPU1, "framework_bytes": GiB}
-    on_gpu2 = {"uuid": gpu2.uuid, "budget_bytes": 4 * GiB, "in_force": True, "pool_bytes": 3 * GiB}  # not started there
+    on_gpu2 = {
+        **template["sample"]["gpus"][0],
+        "uuid": gpu2.uuid,
+        "budget_bytes": 4 * GiB,
+        "in_force": True,
+        "pool_bytes": 3 * GiB,
+    }  # not started there
     # In a container the kernel attributes its memory on GPU 1 itself (matched), and MPS holds it hard there.
     on_gpu1.update(own_bytes=int(1.6 * GiB), own_source="matched", limit_kind="mps", limit_hard=True)
     said.update(own_bytes=5 * GiB, own_source="exact", limit_kind="cooperative", limit_hard=False)
-    sample = {"framework": "TensorFlow", "framework_started": True, "gpus": [said, on_gpu1, on_gpu2]}
-    report = {"protocol": 1, "type": "report", "pid": 4242, "t": 999.0, "oom_errors_total": 2,
+    sample = {**template["sample"], "framework": "TensorFlow", "framework_started": True,
+              "gpus": [said, on_gpu1, on_gpu2]}  # fmt: skip
+    report = {**template, "pid": 4242, "t": 999.0, "oom_errors_total": 2,
               "ceiling": {"max_fraction": None, "max_limit_bytes": 20 * GiB}, "sample": sample}  # fmt: skip
+    assert REPORT.problem(report) is None  # as the server's thread would have read it
     view = make_figures(snapshot, [KernelSource("k1", 4242, report)], now=1000.0, stale_after_s=30)
     assert [(g.uuid, g.used_bytes, g.budget_bytes, g.over_budget, g.framework_bytes) for g in view.kernels[0].gpus] == [
         (GPU0, 5 * GiB, 4 * GiB, True, 2 * GiB),

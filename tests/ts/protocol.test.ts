@@ -118,11 +118,14 @@ test('every malformed fixture is dropped with exactly one console warning', () =
   } finally {
     console.warn = original;
   }
-  assert.match(warnings.join('\n'), /protocol 2 is not 1/);
-  assert.match(warnings.join('\n'), /gpus\[0\]\.used_bytes is not a number/);
+  assert.match(warnings.join('\n'), /message\.protocol must be 1$/m);
   assert.match(
     warnings.join('\n'),
-    /gpus\[1\]\.overhead_source is not one of estimated, remembered, measured/
+    /message\.sample\.gpus\[0\]\.used_bytes must be integer or null$/m
+  );
+  assert.match(
+    warnings.join('\n'),
+    /gpus\[1\]\.overhead_source must be one of estimated, remembered, measured, null$/m
   );
 });
 
@@ -243,7 +246,7 @@ test('a process the host sees but has not measured yet is told apart from N/A; a
   gpu1.processes[0].cpu_pending = 'soon';
   assert.throws(
     () => parseMessage(message),
-    /processes\[0\]\.cpu_pending is not true or false/
+    /processes\[0\]\.cpu_pending must be boolean$/
   );
 });
 
@@ -251,17 +254,23 @@ test('a policy state the protocol does not name, or a wrongly typed new field, d
   const refused: [Json, RegExp][] = [
     [
       s1({ policy_state: 'applied' }),
-      /^sample\.policy_state is not one of recorded, in_force, not_in_force$/
+      /^message\.sample\.policy_state must be one of recorded, in_force, not_in_force, null$/
     ],
-    [s1({ policy_state: 3 }), /^sample\.policy_state is not a string$/],
-    [s1({ policy_state: '' }), /policy_state is not one of/],
-    [s1({ takes: ['TensorFlow'] }), /^sample\.takes is not a string$/],
-    [s1({ policy_note: false }), /^sample\.policy_note is not a string$/],
+    [s1({ policy_state: 3 }), /^message\.sample\.policy_state must be one of/],
+    [s1({ policy_state: '' }), /policy_state must be one of/],
+    [
+      s1({ takes: ['TensorFlow'] }),
+      /^message\.sample\.takes must be string or null$/
+    ],
+    [
+      s1({ policy_note: false }),
+      /^message\.sample\.policy_note must be string or null$/
+    ],
     [
       s1({}, { in_force: 'yes' }),
-      /^sample\.gpus\[0\]\.in_force is not true or false$/
+      /^message\.sample\.gpus\[0\]\.in_force must be boolean$/
     ],
-    [s1({}, { in_force: null }), /in_force is not true or false/]
+    [s1({}, { in_force: null }), /in_force must be boolean/]
   ];
   for (const [data, message] of refused) {
     assert.throws(

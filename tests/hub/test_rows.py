@@ -1,0 +1,48 @@
+"""The hub service's rows from servers' /api/gpumem/v1 bodies (tests/fixtures/api/): a body that is not valid is
+that server's own row with the reason, never an exception for the whole poll."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from jupyter_gpumem.hub.rows import rows_of_server
+
+API = Path(__file__).parents[1] / "fixtures" / "api"
+NOW = 1763740900.0
+
+
+def body(name: str) -> object:
+    return json.loads((API / name).read_text())
+
+
+def test_a_servers_body_becomes_a_row_per_kernel_and_gpu() -> None:
+    rows = rows_of_server("alice", "", body("body.json"), NOW)
+    assert [(r.kernel_id, r.status, r.gpu_index, r.over_budget, r.idle_s, r.problem) for r in rows] == [
+        ("5f0c4a6e-kernel-a", "reporting", 1, True, 400.0, None),
+        ("9b1d-kernel-b", "not_reporting", None, None, None, None),
+    ]
+    assert (rows[0].budget_bytes, rows[0].ceiling_fraction, rows[0].limit_kind) == (4096 * 2**20, 0.5, "cooperative")
+
+
+def test_a_body_whose_kernels_is_not_a_list_is_that_servers_row_with_the_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, "jupyter_gpumem.hub"):
+        [row] = rows_of_server("bob", "gpu", body("malformed/kernels_not_a_list.json"), NOW)
+        rows_of_server("bob", "gpu", body("malformed/kernels_not_a_list.json"), NOW)  # the next poll: said once
+    assert (row.user, row.server, row.kernel_id) == ("bob", "gpu", None)
+    assert row.problem == "its /api/gpumem/v1 body is not valid: body.kernels must be array"
+    assert [r.getMessage() for r in caplog.records] == [
+        "jupyter-gpumem: ignored a /api/gpumem/v1 body from bob's server 'gpu' that is not valid: "
+        "body.kernels must be array."
+    ]
+
+
+@pytest.mark.parametrize("path", sorted((API / "malformed").glob("*.json")), ids=lambda p: p.stem)
+def test_every_malformed_body_is_one_row_that_says_why(path: Path) -> None:
+    [row] = rows_of_server("carol", "", json.loads(path.read_text()), NOW)
+    assert row.kernel_id is None and row.problem and row.problem.startswith("its /api/gpumem/v1 body is not valid")

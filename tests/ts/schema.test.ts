@@ -1,0 +1,124 @@
+// The wire formats' schemas (jupyter_gpumem/wire/schemas/) against the fixtures the Python tests run too
+// (tests/wire/test_schemas.py): ajv, a complete draft 2020-12 validator, is the reference for all three
+// formats; the sidebar's own validator (validate.ts, on the generated schema.ts) must agree with it on
+// every protocol fixture.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+import Ajv2020 from 'ajv/dist/2020';
+
+import {
+  IGpu,
+  IHello,
+  INotice,
+  IOthers,
+  IProcess,
+  ISample,
+  ISampleMessage
+} from '../../labextension/src/protocol';
+import { COMM_SCHEMA } from '../../labextension/src/schema';
+import { problem } from '../../labextension/src/validate';
+
+const ROOT = process.cwd();
+const SCHEMAS = join(ROOT, 'jupyter_gpumem', 'wire', 'schemas');
+const FIXTURES = join(ROOT, 'tests', 'fixtures');
+const read = (path: string): unknown => JSON.parse(readFileSync(path, 'utf8'));
+
+const ajv = new Ajv2020({
+  schemas: ['comm', 'report', 'api'].map(name =>
+    read(join(SCHEMAS, `${name}.v1.json`))
+  ) as object[]
+});
+const id = (name: string) =>
+  `https://github.com/jupyter-gpumem/jupyter-gpumem/raw/main/jupyter_gpumem/wire/schemas/${name}`;
+
+/** Which schema checks a fixture: its folder's, and the server's notice files (notice*.json) theirs. */
+function reference(folder: string, name: string) {
+  const uri = name.startsWith('notice')
+    ? id('report.v1.json#/$defs/notice_file')
+    : id(
+        { protocol: 'comm', report: 'report', api: 'api' }[folder] + '.v1.json'
+      );
+  const validate = ajv.getSchema(uri);
+  assert.ok(validate, uri);
+  return validate;
+}
+
+function fixtures(folder: string, malformed: boolean): [string, unknown][] {
+  const dir = join(FIXTURES, folder, ...(malformed ? ['malformed'] : []));
+  return readdirSync(dir)
+    .filter(name => name.endsWith('.json'))
+    .sort()
+    .map(name => [name, read(join(dir, name))]);
+}
+
+test('the generated schema.ts is the comm schema as the generator writes it now', () => {
+  const generated = execFileSync(process.execPath, [
+    join(ROOT, 'labextension', 'scripts', 'schema.mjs'),
+    '--print'
+  ]).toString();
+  assert.equal(
+    readFileSync(join(ROOT, 'labextension', 'src', 'schema.ts'), 'utf8'),
+    generated,
+    'labextension/src/schema.ts is out of date: run jlpm build:schema'
+  );
+});
+
+for (const folder of ['protocol', 'report', 'api']) {
+  test(`every valid ${folder} fixture passes the schema, every malformed one is refused`, () => {
+    const valid = fixtures(folder, false);
+    const malformed = fixtures(folder, true);
+    assert.ok(valid.length >= 1 && malformed.length >= 5);
+    for (const [name, data] of valid) {
+      const validate = reference(folder, name);
+      assert.ok(validate(data), `${name}: ${JSON.stringify(validate.errors)}`);
+    }
+    for (const [name, data] of malformed) {
+      assert.equal(reference(folder, name)(data), false, name);
+    }
+  });
+}
+
+test("the sidebar's validator agrees with ajv on every protocol fixture, and says where", () => {
+  const comm = reference('protocol', 'comm');
+  for (const malformed of [false, true]) {
+    for (const [name, data] of fixtures('protocol', malformed)) {
+      const found = problem(COMM_SCHEMA, structuredClone(data), 'message');
+      assert.equal(found === null, comm(data), `${name}: ${found}`);
+      assert.ok(found === null || found.startsWith('message'), found ?? '');
+    }
+  }
+});
+
+test('a keyword the validator does not know is an error, not a pass', () => {
+  assert.throws(
+    () => problem({ type: 'string', pattern: '^GPU-' }, 'GPU-1', 'uuid'),
+    /the schema uses pattern, which validate\.ts does not know/
+  );
+});
+
+// The interfaces that protocol.ts gives its callers have exactly the schema's fields, in camelCase: a
+// field added to the schema and not to an interface (or the reverse) fails to compile.
+type Camel<S extends string> = S extends `${infer H}_${infer T}`
+  ? `${H}${Capitalize<Camel<T>>}`
+  : S;
+type Defs = (typeof COMM_SCHEMA)['$defs'];
+type Fields<D extends keyof Defs> = Camel<keyof Defs[D]['properties'] & string>;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const SAME: [
+  Same<Fields<'sample'>, keyof ISample>,
+  Same<Fields<'gpu'>, keyof IGpu>,
+  Same<Fields<'process'>, keyof IProcess>,
+  Same<Fields<'others'>, keyof IOthers>,
+  Same<Fields<'user_share'>, keyof NonNullable<IOthers['users']>[number]>,
+  Same<Fields<'notice'>, keyof INotice>,
+  Same<Fields<'hello'>, keyof IHello>,
+  Same<Fields<'sample_message'>, keyof ISampleMessage>
+] = [true, true, true, true, true, true, true, true];
+
+test('the typed values have the fields the schema has (checked when compiling)', () => {
+  assert.ok(SAME.every(Boolean));
+});
