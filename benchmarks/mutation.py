@@ -82,6 +82,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'text = ",".join(str(item).strip() for item in value) or "NONE"',
     ): _ANY_CASE,
     ("budget/reading", "Reading.own", 'allocator=self.allocators.get(device.uuid or ""),'): _UUIDLESS,
+    (
+        "budget/reading",
+        "Reading.shown",
+        "return self.privacy.split(device, () if own is None else (own,)) -> "
+        "return self.privacy.split(device, () if (own is None) and False else (own,))",
+    ): "keeping PID None keeps nothing more: no process has it",
     ("budget/reading", "Reading.own", 'overhead=lambda: estimate(device, self.framework or "the framework", 0),'): (
         _UUIDLESS
     ),
@@ -213,7 +219,11 @@ def report(modules: list[str], target: float) -> int:
         if percent < target:
             below.append(module)
         details += [f"  {m.name} [{m.status}]\n      {m.function}: {m.change}" for m in survivors]
-        details += [f"  equivalent {m.function}: {m.change}\n      {m.why_equivalent(module)}" for m in equivalent]
+        by_reason: dict[str | None, list[Mutant]] = {}  # each reason printed once, after its mutants
+        for m in equivalent:
+            by_reason.setdefault(m.why_equivalent(module), []).append(m)
+        for why, same in by_reason.items():
+            details += [f"  equivalent {m.function}: {m.change}" for m in same] + [f"      {why}"]
     print(f"{'module':24} {'mutants':>8} {'killed':>8} {'equiv.':>8} {'survived':>8} {'%':>6}")
     for module, total, killed, equivalent, survived, percent in rows:
         print(f"{module:24} {total:8} {killed:8} {equivalent:8} {survived:8} {percent:6.1f}")
