@@ -1,733 +1,264 @@
-"""Mutation testing: plant small bugs in a module, one at a time, and count those the fast unit tests catch.
+"""Mutation testing with mutmut 3: plant small bugs in the policy modules, one at a time, and count those the
+fast unit tests catch.
 
-    python benchmarks/mutation.py                        # the eight modules below, target 90%
-    python benchmarks/mutation.py policy plan --verbose  # some modules; a line per mutant as it runs
-    python benchmarks/mutation.py oom --target 95 --jobs 2
+    pip install -e ".[test,mutation]"
+    python benchmarks/mutation.py                               # every policy module, target 90%
+    python benchmarks/mutation.py budget/reading gpu/nvml        # some of them
+    python benchmarks/mutation.py budget/reading --survivors     # only what survived the last run, again
+    python benchmarks/mutation.py --report                      # the last results again, running nothing
+    mutmut show NAME; mutmut browse                             # mutmut's own views of the last results
 
-Prints, per module, the mutants killed of those planted (and the percentage), then every survivor as
-``path:line: before -> after``; exits 1 when a module is below ``--target`` percent, 2 when the unmutated
-tests fail to start. Not in CI: the eight modules (about 1,400 mutants) took 33 minutes on a busy 2-core
-machine with ``--jobs 1`` (the default, as the machines are shared): ``oom`` alone 15 (its constants run
-every test that reads them, TensorFlow's included), ``plan`` under a minute, ``policy`` about a minute and a
-half; the traced baseline run adds 20 to 30 seconds.
+Prints a table (module, mutants, killed, equivalent, survived, %), then each survivor as its mutmut name and
+``function: before -> after``; exits 1 when a module is below ``--target`` percent. Not in CI: on a busy
+2-core machine a module takes from a few minutes to half an hour.
 
-How it works. The tree is copied first (``jupyter_gpumem/``, ``tests/``, ``pyproject.toml``), so edits made
-while it runs do not mix into it, and the stand-in ``libnvidia-ml.so.1`` is built once; the script then
-runs itself again on it, exactly as ``tests/conftest.py`` would (it sees the build variable and does not
-re-run). One traced run of every fast unit test (``-m "not kernel and not browser"``) records which test
-executes which line of the modules. Each mutant is then a forked child of a process that has already
-imported pytest and the heavy third-party packages: the child serves the mutated module from memory (an
-import hook ahead of the file), and runs pytest on the tests that execute the mutated line, fastest
-first, stopping at the first failure. A failure, an error or a timeout kills the mutant; a mutant on a
-line no test executes survives without a run. A mutant outside any function (a constant, a default, a
-decorator) runs against every test that executes the module or whose file imports it.
+What this adds to ``mutmut run``. The policy modules and the pytest selection (the fast unit tests: not the
+kernel, browser or server markers) are ``[tool.mutmut]`` in pyproject.toml. tests/conftest.py compiles the
+stand-in libnvidia-ml.so.1 and re-executes pytest with LD_LIBRARY_PATH naming it, which mutmut cannot
+survive (it runs pytest in its own process, then forks a child per mutant); so this script builds the
+stand-in first and starts mutmut with the conftest's build variable and LD_LIBRARY_PATH already set, the
+state in which the conftest does not re-execute. Every mutant of a module named is run afresh (mutmut's
+cache of results is for functions it has not seen change, and a new test changes no function).
 
-The mutations are modelled on mutmut's (numbers n -> n+1, strings s -> "XXsXX", True <-> False,
-comparisons ``<`` <-> ``<=``, ``==`` <-> ``!=``, ``is`` <-> ``is not``, ``in`` <-> ``not in``, arithmetic
-``+`` <-> ``-``, ``*`` <-> ``/``, ``//`` and ``%`` -> ``/``, ``and`` <-> ``or``, ``not x`` -> ``x``, an
-assignment's value -> None, ``break`` <-> ``continue``, a lambda's body -> None) plus ``min`` <-> ``max`` and
-``any`` <-> ``all`` calls. Not mutated: docstrings, annotations (strings under ``from __future__ import
-annotations``), the literal text of f-strings (their ``{expressions}`` are), type aliases (``X = Literal[...]``,
-``Callable[...]``, ...), TypeVars and ``if TYPE_CHECKING:`` blocks; decorators are not removed. ``EQUIVALENT``
-lists the survivors judged to change nothing a user or a caller can tell, each with why; they are shown, and
-left out of the percentage.
+mutmut mutates the bodies of functions and methods only: module constants, class bodies, and functions with
+a decorator other than ``@staticmethod``/``@classmethod`` (``@property`` among them) are not mutated.
+
+Equivalent mutants. mutmut names a mutant by its function and its index among that function's mutants, so an
+edit anywhere in a function renumbers its mutants. ``EQUIVALENT`` therefore keys on the module, the function
+and the changed source text (the lines the mutant's diff removes, stripped, then `` -> `` and the lines it
+adds; or the removed text alone, for every mutant of that source), never on a number or a line number. Each
+entry says why the mutant changes nothing a user or a caller can tell. They are shown and left out of the
+percentage; an entry that no longer matches a surviving mutant is reported, so the list cannot rot.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import contextlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import os
-import pickle
-import re
 import shutil
-import signal
+import subprocess
 import sys
 import tempfile
-import threading
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "jupyter_gpumem"
-MODULES = ("policy", "plan", "nvml", "budget", "overhead", "oom", "config", "control")
-MARKS = "not kernel and not browser"
-_SNAPSHOT_VARIABLE = "JUPYTER_GPUMEM_MUTATION_SNAPSHOT"
 _BUILD_VARIABLE = "JUPYTER_GPUMEM_TEST_STANDIN_DIR"  # tests/conftest.py: set means "already on the stand-in"
+KILLED = {"killed", "timeout", "segfault"}  # a crash or a hang is a test noticing
 
-_FROZEN = (
-    "frozen=False: nothing in the package assigns to or hashes these objects (it would raise, and the suite "
-    "passes), so only the guard against future code goes"
+_UUIDLESS = (
+    "Reading.own works a figure out itself only for a GPU without a UUID (reading() attributes every other); "
+    "allocators are keyed by UUID, so there it has no allocator, and only an estimate (which needs one) asks "
+    "for the overhead"
 )
-_TARGETS = (
-    "choice.targets returns either the imported frameworks only, or (none imported) the installed ones: "
-    "all and any of them are imported alike"
+_NO_KEY = "a GPU without a UUID is looked up under a key no GPU has: '' and 'XXXX' alike"
+
+_AT_IMPORT = (
+    "runs only at import (a trait built in GpumemConfig's class body), which mutmut's forked children have done "
+    "before the mutant is chosen: out of this tool's reach, not equivalent; the forms tests cover the traits"
 )
-# (module, the source line stripped, the change as printed) -> why the mutant changes nothing a user or a caller
-# can tell. "In practice": it differs only for an input named in the reason, which cannot occur.
+_ANY_CASE = "policy.parse_value reads on, off and none in any case"
+
+# (module, function, change) -> why the mutant changes nothing a user or a caller can tell. Module as given on
+# the command line, function as Class.method; change as "before -> after" (the changed lines, stripped) for
+# one mutant, "before" alone for every mutant of that source, or "*" for every mutant of the function.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
-    (
-        "control",
-        "self.state = self._state(Policy(), None, every, all(a.imported() for a in every))  # load_defaults plans",
-        "all((a.imported() for a in every)) -> any((a.imported() for a in every))",
-    ): _TARGETS,
-    (
-        "control",
-        "together = all(a.imported() for a in adapters)  # several imported: they share the budget",
-        "all((a.imported() for a in adapters)) -> any((a.imported() for a in adapters))",
-    ): _TARGETS,
-    (
-        "control",
-        "together = all(a.imported() for a in adapters)",
-        "all((a.imported() for a in adapters)) -> any((a.imported() for a in adapters))",
-    ): _TARGETS,
-    (
-        "control",
-        "decided = len(adapters) == 1 or any(a.imported() for a in adapters)",
-        "any((a.imported() for a in adapters)) -> all((a.imported() for a in adapters))",
-    ): _TARGETS,
-    ("control", 'print("\\n".join(self._apply(self._state(state.policy, plan, [adapter], True))))', "True -> False"): (
-        "with one framework, 'together' changes no word: a single name is joined by neither 'and' nor 'or'"
+    **{
+        ("budget/config", f"{trait}.__init__", "*"): _AT_IMPORT
+        for trait in ("_Setting", "NumberOrString", "BytesOrString", "BoolOrString", "IntOrString", "String")
+    },
+    ("budget/config", "IntListOrString.__init__", "*"): _AT_IMPORT,
+    ("budget/config", "_policy_fields", 'text = "on" if value else "off" -> text = "ON" if value else "off"'): (
+        _ANY_CASE
     ),
-    ("policy", "@dataclass(frozen=True)", "True -> False"): _FROZEN,
-    ("plan", "@dataclass(frozen=True)", "True -> False"): _FROZEN,
-    ("budget", "@dataclass(frozen=True)", "True -> False"): _FROZEN,
-    ("overhead", "@dataclass(frozen=True)", "True -> False"): _FROZEN,
-    ("oom", "@dataclass(frozen=True)", "True -> False"): _FROZEN,
-    ("policy", "if size <= 0:", "0 -> 1"): (
-        "in practice: differs only for a limit of exactly one byte (limit=0.000001MB)"
+    ("budget/config", "_policy_fields", 'text = "on" if value else "off" -> text = "on" if value else "OFF"'): (
+        _ANY_CASE
     ),
     (
-        "plan",
-        "self.max_fraction is None or self.max_limit_bytes <= int(self.max_fraction * total_bytes)",
-        "self.max_limit_bytes <= int(self.max_fraction * total_bytes) -> "
-        "self.max_limit_bytes < int(self.max_fraction * total_bytes)",
-    ): "at a tie both caps bind at the same figure, so naming either one's origin is true",
-    ("overhead", 'return self._measured.get(uuid or "")', "'' -> 'XXXX'"): (
-        "a GPU without a UUID is looked up under a key no GPU has: '' and 'XXXX' alike"
-    ),
-    ("overhead", 'pool = pools.get(device.uuid or "")', "'' -> 'XXXX'"): (
-        "a GPU without a UUID is looked up under a key no GPU has: '' and 'XXXX' alike"
-    ),
-    ("overhead", 'own = device.listed_own_bytes if owns is None else owns.get(device.uuid or "")', "'' -> 'XXXX'"): (
-        "a GPU without a UUID is looked up under a key no GPU has: '' and 'XXXX' alike"
-    ),
-    ("overhead", "if amount > self._remembered().get(key, 0):", "0 -> 1"): (
-        "in practice: differs only for an overhead of exactly one byte; NVML counts whole pages"
-    ),
-    ("overhead", "entries[key] = max(amount, entries.get(key, 0))", "0 -> 1"): (
-        "amount is own - pool with own > pool, so at least 1: max(amount, 0) == max(amount, 1)"
+        "budget/config",
+        "_policy_fields",
+        'text = ",".join(str(item).strip() for item in value) or "none" -> '
+        'text = ",".join(str(item).strip() for item in value) or "NONE"',
+    ): _ANY_CASE,
+    ("budget/reading", "Reading.own", 'allocator=self.allocators.get(device.uuid or ""),'): _UUIDLESS,
+    (
+        "budget/reading",
+        "Reading.shown",
+        "return self.privacy.split(device, () if own is None else (own,)) -> "
+        "return self.privacy.split(device, () if (own is None) and False else (own,))",
+    ): "keeping PID None keeps nothing more: no process has it",
+    ("budget/reading", "Reading.own", 'overhead=lambda: estimate(device, self.framework or "the framework", 0),'): (
+        _UUIDLESS
     ),
     (
-        "overhead",
-        '_replace(self.path, {"format": CACHE_FORMAT, "overhead_bytes": entries, "updated": time.time()})',
-        "'updated' -> 'XXupdatedXX'",
-    ): "the time of the last write is for people reading the file; nothing reads it back",
-    ("overhead", "self._entries = entries", "self._entries = entries -> self._entries = None"): (
-        "drops the in-memory copy only: the next use reads the file that was just written"
-    ),
+        "budget/reading",
+        "Reading.own",
+        'known = self.owns.get(device.uuid or "") -> known = self.owns.get(device.uuid or "XXXX")',
+    ): _NO_KEY,
     (
-        "overhead",
-        'handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)',
-        "'.tmp' -> 'XX.tmpXX'",
-    ): "the name of a temporary file that is renamed over the cache or removed",
-    ("overhead", "json.dump(data, out, indent=1, sort_keys=True)", "1 -> 2"): "the JSON's layout only",
-    ("overhead", "json.dump(data, out, indent=1, sort_keys=True)", "True -> False"): "the JSON's layout only",
-    ("budget", "if pool is None or own is None:", "pool is None or own is None -> pool is None and own is None"): (
-        "in practice: over a budget the plan always gave an allocator limit (64 MiB or more with strict=on); "
-        "only a 0-byte budget with strict=off shared by two frameworks leaves neither limit nor pool"
+        "budget/reading",
+        "reading",
+        'gpu = planned.get(device.uuid or "") -> gpu = planned.get(device.uuid or "XXXX")',
+    ): "outside() is asked only for GPUs that report a UUID (those reading() attributes)",
+    ("budget/reading", "_outside", "if pool is None or own is None: -> if pool is None and own is None:"): (
+        "own is known when over the budget, and the pool is unknown only where the plan gives no allocator limit: "
+        "a 0-byte budget, which the policy refuses"
     ),
-    (
-        "oom",
-        'message = getattr(error, "message", None) or str(error)',
-        "getattr(error, 'message', None) or str(error) -> getattr(error, 'message', None) and str(error)",
-    ): "str() of TensorFlow's OpError is its message (with an op, plus a stack trace that no search matches)",
-    ("oom", 'message = getattr(error, "message", None) or str(error)', "'message' -> 'XXmessageXX'"): (
-        "str() of TensorFlow's OpError is its message (with an op, plus a stack trace that no search matches)"
+    ("budget/reading", "reading", "device, -> None,"): (
+        "breakdown() reads the device only for NVML's own figure when no attributed one is given; reading() "
+        "always gives it"
+    ),
+    ("budget/reading", "reading", "hidden=device.uuid in hidden, -> hidden=None,"): (
+        "a GPU the policy hides is outside the plan, so it has no budget and is never over it: the 'hidden' "
+        "reason is reached only through breakdown() called alone"
     ),
 }
 
 
-# ---------------------------------------------------------------------------------------------- mutants
-
-
 @dataclass
-class Point:
-    """One place to mutate: what it becomes, where, and a closure that makes the change in the tree."""
+class Mutant:
+    name: str  # mutmut's: jupyter_gpumem.budget.reading.xǁReadingǁlimit__mutmut_3
+    status: str
+    function: str
+    before: str  # the lines the mutant's diff removes, stripped
+    after: str  # and those it adds
 
-    line: int
-    end_line: int
-    statement_line: int  # first line of the enclosing statement
-    in_function: bool  # runs when called (else at import: a constant, a default, a decorator, a class body)
-    before: str
-    after: str
-    apply: Callable[[], None]
+    @property
+    def change(self) -> str:
+        return f"{self.before} -> {self.after}"
 
+    def keys(self, module: str) -> list[tuple[str, str, str]]:
+        return [(module, self.function, change) for change in (self.change, self.before, "*")]
 
-_SWAP_COMPARE: dict[type[ast.cmpop], type[ast.cmpop]] = {
-    ast.Lt: ast.LtE,
-    ast.LtE: ast.Lt,
-    ast.Gt: ast.GtE,
-    ast.GtE: ast.Gt,
-    ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq,
-    ast.Is: ast.IsNot,
-    ast.IsNot: ast.Is,
-    ast.In: ast.NotIn,
-    ast.NotIn: ast.In,
-}
-_SWAP_BINARY: dict[type[ast.operator], type[ast.operator]] = {
-    ast.Add: ast.Sub,
-    ast.Sub: ast.Add,
-    ast.Mult: ast.Div,
-    ast.Div: ast.Mult,
-    ast.FloorDiv: ast.Div,
-    ast.Mod: ast.Div,
-    ast.Pow: ast.Mult,
-    ast.LShift: ast.RShift,
-    ast.RShift: ast.LShift,
-    ast.BitAnd: ast.BitOr,
-    ast.BitOr: ast.BitAnd,
-    ast.BitXor: ast.BitAnd,
-}
-_SWAP_CALL = {"min": "max", "max": "min", "any": "all", "all": "any"}
-_SKIPPED_FIELDS = {"annotation", "returns", "type_comment", "type_params"}
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-_GENERICS = {"Literal", "Callable", "Mapping", "Collection", "Sequence", "Iterable", "Iterator", "Union", "Optional"}
+    def why_equivalent(self, module: str) -> str | None:
+        return next((EQUIVALENT[key] for key in self.keys(module) if key in EQUIVALENT), None)
 
 
-def _short(node: ast.AST) -> str:
-    text = ast.unparse(node).replace("\n", " ")
-    return text if len(text) <= 90 else text[:87] + "..."
+def policy_modules() -> list[str]:
+    """The modules [tool.mutmut] mutates, as budget/reading."""
+    from mutmut.configuration import config
+
+    os.chdir(ROOT)  # mutmut reads pyproject.toml, and its results under mutants/, from the current folder
+    return [path.removeprefix(f"{PACKAGE}/").removesuffix(".py") for path in config().only_mutate]
 
 
-def _is_docstring(body: list[ast.stmt], index: int) -> bool:
-    node = body[index]
-    return (
-        index == 0
-        and isinstance(node, ast.Expr)
-        and isinstance(node.value, ast.Constant)
-        and isinstance(node.value.value, str)
-    )
-
-
-def _is_type_only(node: ast.AST) -> bool:
-    if isinstance(node, ast.If):
-        test = node.test
-        return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-            isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-        )
-    if isinstance(node, ast.Assign):  # a type alias or a TypeVar: read by annotations only
-        value = node.value
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-            return value.func.id in ("TypeVar", "NewType")
-        return isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id in _GENERICS
-    return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "Literal"
-
-
-def mutation_points(tree: ast.Module) -> list[Point]:
-    """Every mutation of ``tree``, in a fixed order; ``points[k].apply()`` makes the k-th in place (parse
-    the source again for each mutant: the points share one tree)."""
-    points: list[Point] = []
-
-    def toggle(obj: Any, name: str, value: Any, index: int | None) -> Callable[[], None]:
-        """The first call puts ``value`` in ``obj.name`` (or ``obj.name[index]``), the next puts back the original."""
-        original = getattr(obj, name) if index is None else getattr(obj, name)[index]
-        on = [False]
-
-        def flip() -> None:
-            on[0] = not on[0]
-            new = value if on[0] else original
-            if index is None:
-                setattr(obj, name, new)
-            else:
-                getattr(obj, name)[index] = new
-
-        return flip
-
-    def add(where: Where, shown: Callable[[], ast.AST], flip: Callable[[], None]) -> None:
-        before = _short(shown())
-        flip()
-        after = _short(shown())
-        flip()
-        node = where.node
-        points.append(
-            Point(
-                node.lineno,
-                node.end_lineno or node.lineno,
-                where.statement.lineno,
-                where.in_function,
-                before,
-                after,
-                flip,
-            )
-        )
-
-    def replace(where: Where, new: ast.AST) -> None:
-        """The node, replaced whole in its parent."""
-        parent, name, index = where.parent, where.field, where.index
-        assert parent is not None
-
-        def shown() -> ast.AST:
-            value = getattr(parent, name)
-            return value[index] if index is not None else value  # type: ignore[no-any-return]
-
-        add(where, shown, toggle(parent, name, new, index))
-
-    def change(where: Where, obj: Any, name: str, value: Any, index: int | None = None) -> None:
-        """The node, changed in place."""
-        add(where, lambda: where.node, toggle(obj, name, value, index))
-
-    def mutate(where: Where) -> None:
-        node = where.node
-        if isinstance(node, ast.Compare):
-            for index, op in enumerate(node.ops):
-                if type(op) in _SWAP_COMPARE:
-                    change(where, node, "ops", _SWAP_COMPARE[type(op)](), index)
-        elif isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in _SWAP_BINARY:
-            change(where, node, "op", _SWAP_BINARY[type(node.op)]())
-        elif isinstance(node, ast.BoolOp):
-            change(where, node, "op", ast.Or() if isinstance(node.op, ast.And) else ast.And())
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub, ast.Invert)):
-            replace(where, node.operand)
-        elif isinstance(node, ast.Constant) and not where.in_fstring:
-            value = node.value
-            if isinstance(value, bool):
-                change(where, node, "value", not value)
-            elif isinstance(value, (int, float)):
-                change(where, node, "value", value + 1)
-            elif isinstance(value, str):
-                change(where, node, "value", f"XX{value}XX")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _SWAP_CALL:
-            change(where, node.func, "id", _SWAP_CALL[node.func.id])
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            if not (isinstance(node.value, ast.Constant) and node.value.value is None):
-                change(where, node, "value", ast.Constant(None))
-        elif isinstance(node, ast.Break):
-            replace(where, ast.Continue())
-        elif isinstance(node, ast.Continue):
-            replace(where, ast.Break())
-        elif isinstance(node, ast.Lambda) and not (isinstance(node.body, ast.Constant) and node.body.value is None):
-            change(where, node, "body", ast.Constant(None))
-
-    def visit(where: Where) -> None:
-        node = where.node
-        if _is_type_only(node):
-            return
-        if not isinstance(node, (ast.Module, ast.expr_context, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)):
-            mutate(where)
-        for name, value in ast.iter_fields(node):
-            if name in _SKIPPED_FIELDS:
-                continue
-            in_function = where.in_function or (isinstance(node, _SCOPES) and name == "body")
-            in_fstring = (where.in_fstring or isinstance(node, ast.JoinedStr)) and not isinstance(
-                node, ast.FormattedValue
-            )
-            children = value if isinstance(value, list) else [value]
-            for index, child in enumerate(children):
-                if not isinstance(child, ast.AST):
-                    continue
-                if (
-                    name == "body"
-                    and isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                    and _is_docstring(value, index)
-                ):
-                    continue
-                statement = child if isinstance(child, ast.stmt) else where.statement
-                visit(
-                    Where(
-                        child,
-                        node,
-                        name,
-                        index if isinstance(value, list) else None,
-                        statement,
-                        in_function,
-                        in_fstring,
-                    )
-                )
-
-    visit(Where(tree, None, "", None, ast.Pass(lineno=1), False, False))
-    return points
-
-
-@dataclass
-class Where:
-    node: Any
-    parent: ast.AST | None
-    field: str
-    index: int | None
-    statement: Any  # the enclosing statement
-    in_function: bool
-    in_fstring: bool
-
-
-@dataclass
-class Module:
-    name: str
-    path: Path
-    source: str
-    points: list[Point] = field(default_factory=list)
-
-    def mutant_code(self, number: int) -> Any:
-        tree = ast.parse(self.source, str(self.path))
-        points = mutation_points(tree)
-        points[number].apply()
-        ast.fix_missing_locations(tree)
-        return compile(tree, str(self.path), "exec")
-
-
-# ------------------------------------------------------------------------------------------- the runs
-
-
-class _MutantLoader(importlib.machinery.SourceFileLoader):
-    def __init__(self, fullname: str, path: str, code: Any):
-        super().__init__(fullname, path)
-        self.code = code
-
-    def get_code(self, fullname: str) -> Any:
-        return self.code
-
-
-class _MutantFinder(importlib.abc.MetaPathFinder):
-    def __init__(self, fullname: str, path: Path, code: Any):
-        self.fullname, self.path, self.code = fullname, path, code
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != self.fullname:
-            return None
-        return importlib.util.spec_from_file_location(
-            fullname, self.path, loader=_MutantLoader(fullname, str(self.path), self.code)
-        )
-
-
-class _Trace:
-    """A pytest plugin for the baseline run: which lines of ``files`` each test executes, and its time."""
-
-    def __init__(self, files: set[str]):
-        self.files = files
-        self.lines: dict[str, set[tuple[str, int]]] = {}
-        self.seconds: dict[str, float] = {}
-        self.failed: set[str] = set()
-        self._current: set[tuple[str, int]] = set()
-
-    def _call(self, frame: Any, event: str, arg: Any) -> Any:
-        if frame.f_code.co_filename in self.files:
-            self._current.add((frame.f_code.co_filename, frame.f_lineno))
-            return self._line
-        return None
-
-    def _line(self, frame: Any, event: str, arg: Any) -> Any:
-        self._current.add((frame.f_code.co_filename, frame.f_lineno))
-        return self._line
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Iterator[None]:
-        self._current = set()
-        threading.settrace(self._call)
-        sys.settrace(self._call)
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            sys.settrace(None)
-            threading.settrace(None)  # type: ignore[arg-type]
-            self.seconds[item.nodeid] = time.perf_counter() - start
-            self.lines[item.nodeid] = self._current
-
-    def pytest_runtest_logreport(self, report: Any) -> None:
-        if report.failed:
-            self.failed.add(report.nodeid)
-
-
-def _pytest_args(snapshot: Path, tests: list[str]) -> list[str]:
-    return [
-        *tests,
-        "-q",
-        "-x",
-        "-p",
-        "no:cacheprovider",
-        "-m",
-        MARKS,
-        "--rootdir",
-        str(snapshot),
-        "-c",
-        str(snapshot / "pyproject.toml"),
-        "-o",
-        "timeout=60",
-    ]
-
-
-def _child_setup(snapshot: Path, log: Path) -> None:
-    """In a forked child: its own process group (a timeout ends its subprocesses too), quiet, and a throwaway
-    stand-in directory of links, as tests/conftest.py removes the directory it is given at the end."""
-    os.setpgid(0, 0)
-    os.chdir(snapshot)
-    links = Path(tempfile.mkdtemp(prefix="standin-", dir=snapshot.parent))
-    built = snapshot.parent / "standin"
-    for name in ("current", "without-v3"):
-        (links / name).symlink_to(built / name)
-    os.environ[_BUILD_VARIABLE] = str(links)
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-
-
-def baseline(snapshot: Path, files: set[str]) -> _Trace:
-    """Every fast unit test once, traced, in a forked child."""
-    result = snapshot.parent / "baseline.pickle"
-    log = snapshot.parent / "baseline.log"
-    pid = os.fork()
-    if pid == 0:
-        code = 3
-        try:
-            _child_setup(snapshot, log)
-            trace = _Trace(files)
-            args = _pytest_args(snapshot, [str(snapshot / "tests")])
-            args.remove("-x")
-            code = pytest.main(args, plugins=[trace])
-            with open(result, "wb") as out:
-                pickle.dump((trace.lines, trace.seconds, trace.failed), out)
-        finally:
-            os._exit(int(code))
-    _, status = os.waitpid(pid, 0)
-    trace = _Trace(files)
-    if result.exists():
-        with open(result, "rb") as handle:
-            trace.lines, trace.seconds, trace.failed = pickle.load(handle)
-    if not trace.seconds:
-        print(f"The unmutated tests did not run (status {status}); the end of their output:", file=sys.stderr)
-        print(_tail(log), file=sys.stderr)
-        raise SystemExit(2)
-    return trace
-
-
-def _tail(log: Path) -> str:
-    with contextlib.suppress(OSError):
-        return "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-    return ""
-
-
-@dataclass
-class Job:
-    module: Module
-    number: int
-    tests: list[str]
-    timeout_s: float
-    pid: int = 0
-    started: float = 0.0
-
-
-def start(job: Job, snapshot: Path) -> None:
-    log = snapshot.parent / f"mutant-{job.module.name}-{job.number}.log"
-    pid = os.fork()
-    if pid == 0:
-        code = 3
-        try:
-            _child_setup(snapshot, log)
-            code_object = job.module.mutant_code(job.number)
-            sys.meta_path.insert(0, _MutantFinder(f"{PACKAGE}.{job.module.name}", job.module.path, code_object))
-            code = pytest.main(_pytest_args(snapshot, job.tests))
-        except BaseException:
-            code = 3
-        finally:
-            os._exit(int(code))
-    job.pid, job.started = pid, time.monotonic()
-
-
-def run_all(jobs: list[Job], snapshot: Path, parallel: int, done: Callable[[Job, str], None]) -> None:
-    """Run the jobs, ``parallel`` at a time; ``done(job, outcome)`` with outcome killed/survived/timeout."""
-    waiting, running = list(jobs), []
-    while waiting or running:
-        while waiting and len(running) < parallel:
-            job = waiting.pop(0)
-            start(job, snapshot)
-            running.append(job)
-        time.sleep(0.005)
-        for job in list(running):
-            pid, status = os.waitpid(job.pid, os.WNOHANG)
-            if pid:
-                running.remove(job)
-                code = os.waitstatus_to_exitcode(status)
-                done(job, "survived" if code == 0 else "killed")
-            elif time.monotonic() - job.started > job.timeout_s:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(job.pid, signal.SIGKILL)
-                os.waitpid(job.pid, 0)
-                running.remove(job)
-                done(job, "timeout")
-
-
-# ------------------------------------------------------------------------------------------- the script
-
-
-def snapshot_tree(directory: Path) -> Path:
-    tree = directory / "tree"
-    ignore = shutil.ignore_patterns("__pycache__", "labextension", "artifacts", "ui", "ts", "*.pyc")
-    shutil.copytree(ROOT / PACKAGE, tree / PACKAGE, ignore=ignore)
-    shutil.copytree(ROOT / "tests", tree / "tests", ignore=ignore)
-    shutil.copy2(ROOT / "pyproject.toml", tree / "pyproject.toml")
-    return tree
-
-
-def relaunch_on_standin() -> None:
-    """Copy the tree, build the stand-in, and run this script again with the loader pointed at it."""
-    directory = Path(tempfile.mkdtemp(prefix="gpumem-mutation-"))
-    tree = snapshot_tree(directory)
-    sys.path.insert(0, str(tree))
+def build_standin(directory: Path) -> dict[str, str]:
+    """The stand-in's builds, as tests/conftest.py makes them, and the environment that makes the conftest
+    use them instead of building its own."""
+    sys.path.insert(0, str(ROOT))
     from jupyter_gpumem import standin
 
-    standin.build(directory / "standin" / "current")
-    standin.build(directory / "standin" / "without-v3", without_v3=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER_GPUMEM_")}
-    env[_SNAPSHOT_VARIABLE] = str(tree)
-    env["LD_LIBRARY_PATH"] = os.pathsep.join(
-        filter(None, [str(directory / "standin" / "current"), env.get("LD_LIBRARY_PATH")])
-    )
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # the copy is ours: cached bytecode spares each mutant a compile
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))  # ahead of the checkout
-    os.execve(sys.executable, [sys.executable, *sys.argv], env)
+    standin.build(directory / "current")
+    standin.build(directory / "without-v3", without_v3=True)
+    env = dict(os.environ)
+    env[_BUILD_VARIABLE] = str(directory)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(directory / "current"), env.get("LD_LIBRARY_PATH")]))
+    # The conftest removes the build at the end of every pytest session but a worker's; each of mutmut's
+    # sessions (the stats run, then one per mutant) is a worker of this script, which removes it once.
+    env["PYTEST_XDIST_WORKER"] = "mutmut"
+    env.pop("PYTHONPATH", None)  # mutmut puts its mutated copy first; a checkout on the path would shadow it
+    return env
 
 
-def _preload() -> None:
-    """Import what every child would import anyway, once, before forking."""
-    for name in (
-        "pytest",
-        "jupyter_client.manager",
-        "pynvml",
-        "psutil",
-        "traitlets.config",
-        "IPython",
-        "numpy",
-        "comm",
-    ):
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
+def run_mutmut(modules: list[str], names: list[str], jobs: int) -> int:
+    directory = Path(tempfile.mkdtemp(prefix="gpumem-mutation-"))
+    try:
+        env = build_standin(directory)
+        patterns = names or [f"{PACKAGE}.{module.replace('/', '.')}.*" for module in modules]
+        # Started as "python", not as the mutmut script: tests/gpu/test_host.py reads the name of a process it
+        # has just started, which until the exec is its parent's.
+        command = [sys.executable, "-c", "from mutmut.__main__ import cli; cli()", "run", f"--max-children={jobs}"]
+        return subprocess.run([*command, *patterns], cwd=ROOT, env=env).returncode
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
-def importers(snapshot: Path, module: str) -> set[str]:
-    """The test files that name the module in an import: their tests may read its constants without
-    running a line of it."""
-    pattern = re.compile(rf"\b{PACKAGE}\.{module}\b|from {PACKAGE} import [^\n]*\b{module}\b")
-    return {f"tests/{path.name}" for path in (snapshot / "tests").glob("*.py") if pattern.search(path.read_text())}
+def change_of(diff: str) -> tuple[str, str]:
+    """The lines a mutant's diff removes and those it adds, stripped: no line number, no mutant number."""
+    lines = diff.splitlines()[2:]  # past the ---/+++ header
+    removed = " / ".join(line[1:].strip() for line in lines if line.startswith("-"))
+    added = " / ".join(line[1:].strip() for line in lines if line.startswith("+"))
+    return removed, added
 
 
-def selected_tests(module: Module, point: Point, trace: _Trace, usable: set[str], files: set[str]) -> list[str]:
-    path = str(module.path)
-    if point.in_function:
-        lines = {(path, n) for n in range(point.line, point.end_line + 1)} | {(path, point.statement_line)}
-        tests = {t for t in usable if trace.lines[t] & lines}
-    else:  # runs at import: every test that runs the module or whose file imports it
-        tests = {t for t in usable if any(f == path for f, _ in trace.lines[t]) or t.split("::")[0] in files}
-    return sorted(tests, key=lambda t: (trace.seconds[t], t))
+def mutants_of(module: str) -> list[Mutant]:
+    from mutmut.mutation.data import SourceFileMutationData
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+    from mutmut.stats import status_by_exit_code
+    from mutmut.utils.format_utils import orig_function_and_class_names_from_key
+
+    path = Path(PACKAGE) / f"{module}.py"
+    data = SourceFileMutationData(path=path)
+    data.load()
+    mutants = []
+    for name, code in data.exit_code_by_key.items():
+        function, cls = orig_function_and_class_names_from_key(name)
+        function = f"{cls}.{function}" if cls else function
+        status = status_by_exit_code[code]
+        before, after = ("", "") if status in KILLED else change_of(get_diff_for_mutant(name, path=path))
+        mutants.append(Mutant(name, status, function, before, after))
+    return mutants
+
+
+def report(modules: list[str], target: float) -> int:
+    rows, details, below, matched = [], [], [], set()
+    for module in modules:
+        mutants = mutants_of(module)
+        alive = [m for m in mutants if m.status not in KILLED and m.status != "not checked"]
+        equivalent = [m for m in alive if m.why_equivalent(module)]
+        survivors = [m for m in alive if m not in equivalent]
+        matched |= {key for m in equivalent for key in m.keys(module)}
+        unrun = sum(m.status == "not checked" for m in mutants)
+        if unrun:
+            details.append(f"  {module}: {unrun} mutants not run yet (an interrupted run), left out")
+        counted = len(mutants) - len(equivalent) - unrun
+        killed = counted - len(survivors)
+        percent = 100.0 * killed / counted if counted else 100.0
+        rows.append((module, len(mutants), killed, len(equivalent), len(survivors), percent))
+        if percent < target:
+            below.append(module)
+        details += [f"  {m.name} [{m.status}]\n      {m.function}: {m.change}" for m in survivors]
+        by_reason: dict[str | None, list[Mutant]] = {}  # each reason printed once, after its mutants
+        for m in equivalent:
+            by_reason.setdefault(m.why_equivalent(module), []).append(m)
+        for why, same in by_reason.items():
+            details += [f"  equivalent {m.function}: {m.change}" for m in same] + [f"      {why}"]
+    print(f"{'module':24} {'mutants':>8} {'killed':>8} {'equiv.':>8} {'survived':>8} {'%':>6}")
+    for module, total, killed, equivalent, survived, percent in rows:
+        print(f"{module:24} {total:8} {killed:8} {equivalent:8} {survived:8} {percent:6.1f}")
+    print(*details, sep="\n")
+    for key in sorted(set(EQUIVALENT) - matched):
+        if key[0] in modules:
+            print(f"  stale equivalent (matches no surviving mutant): {key}")
+    if below:
+        print(f"below the target of {target:g}%: {', '.join(below)}")
+        return 1
+    return 0
 
 
 def main() -> int:
+    policy = policy_modules()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "modules", nargs="*", default=list(MODULES), help=f"modules of {PACKAGE} (default: {' '.join(MODULES)})"
-    )
+    parser.add_argument("modules", nargs="*", default=policy, help=f"of {PACKAGE}, as budget/reading (default: all)")
     parser.add_argument("--target", type=float, default=90.0, help="percent of mutants to kill per module (default 90)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1: the machines are shared)")
-    parser.add_argument("--verbose", action="store_true", help="a line per mutant as it finishes")
-    parser.add_argument("--list", action="store_true", help="list the mutants and run nothing")
+    parser.add_argument("--survivors", action="store_true", help="run only the last run's survivors of the modules")
+    parser.add_argument("--report", action="store_true", help="report the last results, running nothing")
     options = parser.parse_args()
-    for name in options.modules:
-        if not (ROOT / PACKAGE / f"{name}.py").is_file():
-            parser.error(f"{PACKAGE}/{name}.py does not exist")
-    if options.list:
-        for name in options.modules:
-            path = ROOT / PACKAGE / f"{name}.py"
-            points = mutation_points(ast.parse(path.read_text(), str(path)))
-            for point in points:
-                print(f"{PACKAGE}/{name}.py:{point.line}: {point.before} -> {point.after}")
-            print(f"{name}: {len(points)} mutants")
-        return 0
-
-    if not os.environ.get(_SNAPSHOT_VARIABLE):
-        relaunch_on_standin()
-    snapshot = Path(os.environ[_SNAPSHOT_VARIABLE])
-    if importlib.util.find_spec(PACKAGE).origin != str(snapshot / PACKAGE / "__init__.py"):  # type: ignore[union-attr]
-        sys.exit(f"{PACKAGE} would not be imported from the copy {snapshot}")
-    os.environ[_BUILD_VARIABLE] = "set per child"
-    began = time.monotonic()
-    try:
-        return _run(options, snapshot, began)
-    finally:
-        shutil.rmtree(snapshot.parent, ignore_errors=True)
-
-
-def _run(options: argparse.Namespace, snapshot: Path, began: float) -> int:
-    modules = []
-    for name in options.modules:
-        path = snapshot / PACKAGE / f"{name}.py"
-        source = path.read_text()
-        modules.append(Module(name, path, source, mutation_points(ast.parse(source, str(path)))))
-    _preload()
-    trace = baseline(snapshot, {str(m.path) for m in modules})
-    usable = set(trace.seconds) - trace.failed
-    print(f"baseline: {len(trace.seconds)} fast unit tests in {sum(trace.seconds.values()):.0f} s", flush=True)
-    if trace.failed:
-        print(f"  {len(trace.failed)} fail without any mutant and are left out:", *sorted(trace.failed), sep="\n    ")
-
-    below = []
-    for module in modules:
-        outcomes: dict[int, str] = {}
-        jobs = []
-        files = importers(snapshot, module.name)
-        for number, point in enumerate(module.points):
-            tests = selected_tests(module, point, trace, usable, files)
-            if not tests:
-                outcomes[number] = "not run by any test"
-                continue
-            seconds = sum(trace.seconds[t] for t in tests)
-            jobs.append(Job(module, number, tests, timeout_s=10 + 3 * seconds))
-
-        def done(job: Job, outcome: str, outcomes: dict[int, str] = outcomes, module: Module = module) -> None:
-            outcomes[job.number] = outcome
-            if options.verbose:
-                point = module.points[job.number]
-                print(f"  {outcome:8} {module.name}.py:{point.line}: {point.before} -> {point.after}", flush=True)
-
-        started = time.monotonic()
-        run_all(jobs, snapshot, max(1, options.jobs), done)
-        survivors, equivalent = [], []
-        lines = module.source.splitlines()
-        for number, point in enumerate(module.points):
-            if outcomes[number] in ("killed", "timeout"):
-                continue
-            key = (module.name, lines[point.line - 1].strip(), f"{point.before} -> {point.after}")
-            (equivalent if key in EQUIVALENT else survivors).append((point, outcomes[number], EQUIVALENT.get(key)))
-        total = len(module.points) - len(equivalent)
-        killed = total - len(survivors)
-        percent = 100.0 * killed / total if total else 100.0
-        print(
-            f"{module.name}: {killed} of {total} mutants killed ({percent:.1f}%)"
-            + (f", {len(equivalent)} equivalent left out" if equivalent else "")
-            + f" [{time.monotonic() - started:.0f} s]",
-            flush=True,
-        )
-        relative = f"{PACKAGE}/{module.name}.py"
-        for point, outcome, _ in survivors:
-            note = " (no test runs this line)" if outcome == "not run by any test" else ""
-            print(f"  {relative}:{point.line}: {point.before} -> {point.after}{note}")
-        for point, _, why in equivalent:
-            print(f"  equivalent {relative}:{point.line}: {point.before} -> {point.after}: {why}")
-        if percent < options.target:
-            below.append(module.name)
-    print(f"{time.monotonic() - began:.0f} s in all", flush=True)
-    if below:
-        print(f"below the target of {options.target:g}%: {', '.join(below)}")
-        return 1
-    return 0
+    for module in options.modules:
+        if module not in policy:
+            parser.error(f"{module} is not among [tool.mutmut] only_mutate in pyproject.toml: {' '.join(policy)}")
+    if not options.report:
+        names = []
+        if options.survivors:
+            names = [m.name for module in options.modules for m in mutants_of(module) if m.status not in KILLED]
+            if not names:
+                return report(options.modules, options.target)
+        code = run_mutmut(options.modules, names, options.jobs)
+        if code:
+            return code
+    return report(options.modules, options.target)
 
 
 if __name__ == "__main__":

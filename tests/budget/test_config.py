@@ -547,3 +547,39 @@ def test_strict_off_under_a_ceiling_too_small_for_the_context_is_refused():
 def test_strict_on_under_a_ceiling_is_unchanged():
     gpu = plan_on(8 * GiB, Policy(fraction=0.25), Ceiling(max_fraction=0.25))
     assert gpu.allocator_limit_bytes == 2 * GiB - OVERHEAD.bytes and gpu.ceiling_bytes is None
+
+
+def test_a_bad_default_takes_none_of_the_settings_after_it_down():
+    config, problems = configured(fraction=1.5, growth=True, threads=2)
+    policy, ignored = config.defaults()
+    assert problems == []  # the type is right: defaults() reports it, once
+    assert policy == Policy(growth=True, intra_threads=2, inter_threads=2)
+    assert len(ignored) == 1 and ignored[0].startswith("The configured default fraction was ignored")
+
+
+def test_a_setting_like_none_of_ours_is_reported_with_the_list_and_no_guess():
+    _, problems = configured(colour="blue")
+    assert problems == [
+        "c.GpumemConfig.colour in the IPython configuration was ignored: it is not a jupyter-gpumem setting; "
+        "The settings are fraction, limit, growth, gpus, threads, max_fraction, max_limit, privacy."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (["x" * 26, "y" * 26], repr(["x" * 26, "y" * 26])),  # 60 characters: shown whole
+        (["x" * 26, "y" * 27], repr(["x" * 26, "y" * 27])[:57] + "..."),  # 61: cut, and says so
+    ],
+)
+def test_a_long_value_of_the_wrong_type_is_shown_cut_to_sixty_characters(value, shown):
+    _, problems = configured(threads=value)
+    assert problems[0].startswith(f"c.GpumemConfig.threads = {shown} in the IPython configuration was ignored")
+
+
+def test_a_limit_of_one_byte_is_a_number_of_bytes_and_zero_is_refused():
+    assert policy_of(limit=1).limit_bytes == 1
+    assert configured(limit=0)[0].defaults()[1] == [
+        "The configured default limit was ignored: limit=0 must be above zero; use limit=6GiB or a whole number "
+        "of bytes."
+    ]

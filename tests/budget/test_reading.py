@@ -3,10 +3,12 @@ GPU against its budget, and when it is over, why — read against the State, nev
 
 from __future__ import annotations
 
+from jupyter_gpumem.budget.attribution import Match
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.plan import make_plan
 from jupyter_gpumem.budget.policy import parse
+from jupyter_gpumem.budget.privacy import Others, Rule
 from jupyter_gpumem.budget.reading import Breakdown, breakdown, reading
 from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
@@ -29,10 +31,19 @@ def state_for(line, *devices, applied=True, framework="TensorFlow", no_gpu=None)
     return State(plan.policy, plan, (), True, framework, applied_at=1.0 if applied else None, no_gpu=no_gpu)
 
 
-def read(state, *devices, started=True, pools=None):
-    snapshot = Snapshot(taken_at=0.0, own_pid=1, devices=devices)
+def read(state, *devices, started=True, pools=None, measured=None, **options):
+    """``measured``: GPU uuid -> this kernel's overhead measured there."""
+    snapshot = Snapshot(taken_at=0.0, own_pid=1, devices=devices, host_pid_namespace=options.pop("host", None))
     allocators = {uuid: Allocator(0, 0, pool) for uuid, pool in (pools or {}).items()}
-    return reading(snapshot, state, started=started, allocators=allocators, measured=lambda uuid: None)
+    known = measured or {}
+    return reading(snapshot, state, started=started, allocators=allocators, measured=known.get, **options)
+
+
+def in_a_container(index, uuid, *pids, compute=(7, 5)):
+    """A T4 as NVML reports it to a kernel in a container whose PIDs the driver does not translate: each
+    process listed under a host PID of another namespace, 3000 MiB."""
+    listed = tuple(GpuProcess(pid, uuid, 3000 * MiB, "compute", "python", "bob", None, False, False) for pid in pids)
+    return Device(index, uuid, "NVIDIA T4", 15360 * MiB, compute_capability=compute, processes=listed)
 
 
 def split(own_mib, *, pool_mib=None, hidden=False, in_force=True):
@@ -115,3 +126,56 @@ def test_a_gpu_that_does_not_report_its_uuid_gets_no_split_and_the_others_still_
     nameless, known = t4(0, None), t4(1, GPU_1, 1000)
     state = state_for("limit=2048MiB gpus=1", t4(0, GPU_0), known)
     assert list(read(state, nameless, known).breakdowns) == [GPU_1]
+
+
+def test_in_a_container_this_kernels_memory_is_its_pool_plus_what_the_plan_set_aside():
+    device = in_a_container(0, GPU_0, 777)
+    own = read(state_for("limit=4GiB", device), device, pools={GPU_0: 1000 * MiB}, host=False).owns[GPU_0]
+    assert (own.source, own.bytes) == ("estimated", 1400 * MiB)
+    assert "TensorFlow's pool 1000 MiB + 400 MiB outside it" in own.reason
+
+
+def test_in_a_container_an_overhead_measured_here_beats_what_the_plan_set_aside():
+    device = in_a_container(0, GPU_0, 777)
+    state = state_for("limit=4GiB", device)
+    measured = {GPU_0: Overhead(250 * MiB, "measured", "measured in this kernel")}
+    reading_ = read(state, device, pools={GPU_0: 1000 * MiB}, measured=measured, host=False)
+    assert reading_.owns[GPU_0].bytes == 1250 * MiB
+    assert reading_.breakdowns[GPU_0].overhead == measured[GPU_0]  # the split shows the figure the estimate used
+
+
+def test_in_a_container_a_gpu_outside_the_plan_is_estimated_from_its_generation():
+    planned, other = in_a_container(0, GPU_0, 777), in_a_container(1, GPU_1, 778)
+    state = state_for("limit=4GiB gpus=0", planned, other)
+    own = read(state, planned, other, pools={GPU_1: 1000 * MiB}, host=False).owns[GPU_1]
+    assert own.bytes == 1300 * MiB  # a Turing's CUDA context, 300 MiB; no libraries counted
+    assert "(estimated: TensorFlow on Volta/Turing (compute 7.5))" in own.reason
+    unnamed = state_for("limit=4GiB gpus=0", planned, other, framework=None)
+    assert (
+        "the framework on Volta/Turing"
+        in read(unnamed, planned, other, pools={GPU_1: 1 * MiB}, host=False).own(other).reason
+    )
+
+
+def test_a_gpu_that_does_not_report_its_uuid_is_still_explained_in_a_container():
+    nameless, known = in_a_container(0, None, 777), in_a_container(1, GPU_1, 778)
+    state = state_for("limit=4GiB gpus=1", t4(0, GPU_0), known)
+    own = read(state, nameless, known, host=False).own(nameless)
+    assert (own.bytes, own.source) == (None, "unknown")  # never 0
+    assert own.reason.endswith("and TensorFlow tells nothing about this GPU")
+    assert (
+        read(state, nameless, known, started=False, host=False)
+        .own(nameless)
+        .reason.endswith("and TensorFlow has not started, so there is nothing to estimate")
+    )
+
+
+def test_with_privacy_the_process_matched_as_this_kernels_stays_listed_and_the_others_are_summed():
+    device = in_a_container(0, GPU_0, 777, 778)
+    state = state_for("limit=8GiB", device)
+    matched = read(state, device, host=False, matches={GPU_0: Match(777, 1)}, privacy=Rule("users"))
+    listed, others = matched.shown(device)
+    assert [p.pid for p in listed] == [777]
+    assert others == Others(1, 3000 * MiB, None)
+    unmatched = read(state, device, host=False, privacy=Rule("users"))
+    assert unmatched.shown(device) == ((), Others(2, 6000 * MiB, None))
