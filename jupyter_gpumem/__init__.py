@@ -23,6 +23,7 @@ __all__ = [
     "Snapshot",
     "__version__",
     "batched",
+    "figure",
     "load_ipython_extension",
     "show",
     "take_snapshot",
@@ -40,6 +41,23 @@ def show() -> Any:
     from jupyter_gpumem.kernel.widget import show as make
 
     return make()
+
+
+def figure(gpu: int | str | None = None, window: str | float = "15min") -> Any:
+    """This kernel's recorded GPU memory as a ``plotly.graph_objects.Figure``: the live chart's traces (this
+    kernel, its framework's in-use bytes, the other processes, the budget, the device total) and its
+    over-budget marks, over the last ``window`` ("90s", "15min", "1h", or seconds) on ``gpu`` (its index or
+    uuid; None: the GPU the views show first). For reports and export: ``fig.write_html("gpu.html")``. The
+    kernel records from ``%load_ext jupyter_gpumem`` on, as much history as the sidebar keeps (15 min by
+    default). Needs plotly: ``%pip install 'jupyter-gpumem[view]'``."""
+    from jupyter_gpumem.kernel.stream import stream
+    from jupyter_gpumem.render.figure import figure as make
+    from jupyter_gpumem.units import parse_duration
+
+    window_s = parse_duration(window)
+    if window_s is None:
+        raise ValueError(f"window={window!r} is not a time span: give seconds, or e.g. '90s', '15min', '1h'.")
+    return make(stream().sampler.history(), gpu, window_s)
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

@@ -46,6 +46,23 @@ def format_duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60} min" if minutes % 60 else f"{minutes // 60} h"
 
 
+_SPANS = {"s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str | float) -> float | None:
+    """ "90s", "15min", "2h", "1d" (or a number of seconds) -> seconds; None when it is none of these."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return float(text) if text > 0 else None
+    cleaned = str(text).strip().lower().replace(" ", "")
+    number = cleaned.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = cleaned[len(number) :] or "s"
+    try:
+        value = float(number) * _SPANS[unit]
+    except (ValueError, KeyError):
+        return None
+    return value if value > 0 and value == value and value != float("inf") else None
+
+
 _UNITS = {"tib": 1 << 40, "gib": GiB, "mib": MiB, "kib": 1 << 10, "gb": 10**9, "mb": 10**6}
 
 

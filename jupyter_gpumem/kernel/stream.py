@@ -95,10 +95,10 @@ class Stream:
         self.sampler.start()
         return self.publisher
 
-    def add_view(self, make: Callable[[Stream, list[Sample], Sample | None], V]) -> V:
-        """A new inline view (the main thread): made with the history to replay and a sample taken now (the
-        cell may just have changed the policy), then fed every sample until remove_view."""
-        view = make(self, self.sampler.history(), self.take().sample)
+    def add_view(self, make: Callable[[Stream, Sample | None], V]) -> V:
+        """A new inline view (the main thread): made with a sample taken now (the cell may just have changed
+        the policy), then fed every sample until remove_view; it asks the sampler for the history it replays."""
+        view = make(self, self.take().sample)
         with self._views_lock:
             self._views = (*self._views, view)
         self.sampler.start()

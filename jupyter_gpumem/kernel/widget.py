@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 
 from jupyter_gpumem.kernel import protocol
-from jupyter_gpumem.kernel.protocol import figures_only
-from jupyter_gpumem.render import html, viewtext
+from jupyter_gpumem.render import figure, html, viewtext
 from jupyter_gpumem.wire.comm import Gpu, Sample
 
 if TYPE_CHECKING:
@@ -40,7 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("jupyter_gpumem")
 
-PIP_VIEW = "%pip install 'jupyter-gpumem[view]'"
 STATIC = Path(__file__).parent.parent / "static"
 NOT_BUILT = (
     "export default { render({ el }) { el.textContent = 'jupyter-gpumem: the inline view is not built in this "
@@ -53,32 +51,13 @@ def _static(name: str, missing: str) -> str:
     return path.read_text() if path.exists() else missing
 
 
-# The still chart's lines, in drawing order: (name, colour variable, plain colour, dash, width).
-TRACES = (
-    ("total", "--jp-ui-font-color2", "#757575", "dot", 1),
-    ("others", "--jp-ui-font-color3", "#9e9e9e", "solid", 1),
-    ("budget", "--jp-error-color1", "#d32f2f", "dash", 1.5),
-    ("framework", "--jp-accent-color1", "#00897b", "solid", 1.5),
-    ("own", "--jp-brand-color1", "#1976d2", "solid", 2.5),
-)
-
-
-def _history_module() -> Any:
-    """The still chart's history (numpy), or None when numpy (the `view` extra) is not installed."""
-    try:
-        from jupyter_gpumem.render import history
-    except ImportError:
-        return None
-    return history
-
-
 class GpuMemView(anywidget.AnyWidget):
     """This kernel's GPU memory, live, in a cell's output. Made by ``jupyter_gpumem.show()``."""
 
     _esm = _static("inline.js", NOT_BUILT)
     _css = _static("base.css", "")
 
-    def __init__(self, stream: Stream, history: list[Sample], latest: Sample | None):
+    def __init__(self, stream: Stream, latest: Sample | None):
         super().__init__()
         self._lock = threading.RLock()
         self._stream = stream
@@ -86,16 +65,8 @@ class GpuMemView(anywidget.AnyWidget):
         self._handles: list[Any] = []
         self._latest: Sample | None = None
         self._shown: str | None = None
-        self._window_s = stream.sampler.history_s
-        module = _history_module()
-        # The still picture's chart: the same samples, kept here (the live chart keeps its own in the browser).
-        self._history = module.History(max(1, round(self._window_s / stream.sampler.interval_s))) if module else None
         with self._lock:
-            for sample in history:
-                self._push(sample)
-            if latest is not None:
-                self._push(latest)
-                self._latest = latest
+            self._latest = latest
         self.on_msg(self._on_msg)
 
     # -- the sampler thread's side --------------------------------------------------------------------
@@ -105,13 +76,8 @@ class GpuMemView(anywidget.AnyWidget):
         with self._lock:
             if self._closed:
                 return
-            self._push(sample)
             self._latest = sample
         self.send(protocol.sample_message(sample))
-
-    def _push(self, sample: Sample) -> None:
-        if self._history is not None:
-            self._history.push(figures_only(sample))
 
     # -- the browser's requests (the main thread) -------------------------------------------------------
 
@@ -143,17 +109,27 @@ class GpuMemView(anywidget.AnyWidget):
         self._handles.append(handle)
 
     def _bundle(self, live: bool, stopped: str | None = None) -> dict[str, Any]:
+        """The output: live, the widget (with the still HTML for frontends without widgets); stopped, the
+        recorded history as a plotly figure (interactive without the kernel), the still HTML beside it."""
         with self._lock:
-            snapshot = snapshot_html(self._latest, self._gpu(), self._history, self._window_s, stopped)
-            text = snapshot_text(self._latest, self._gpu())
-        bundle: dict[str, Any] = {"text/plain": text, "text/html": snapshot}
+            latest, gpu = self._latest, self._gpu()
+        bundle: dict[str, Any] = {"text/plain": snapshot_text(latest, gpu)}
         if live:
             bundle["application/vnd.jupyter.widget-view+json"] = {
                 "version_major": 2,
                 "version_minor": 0,
                 "model_id": self.model_id,
             }
-        return bundle
+            bundle["text/html"] = snapshot_html(latest, gpu)
+            return bundle
+        sampler = self._stream.sampler
+        try:
+            chart = figure.figure(sampler.history(), None if gpu is None else gpu["index"], sampler.history_s)
+        except ImportError as error:
+            bundle["text/html"] = snapshot_html(latest, gpu, stopped, note=str(error))
+            return bundle
+        bundle["text/html"] = snapshot_html(latest, gpu, stopped)
+        return {**figure.bundle(chart), **bundle}
 
     @property
     def closed(self) -> bool:
@@ -199,51 +175,10 @@ def snapshot_text(sample: Sample | None, gpu: Gpu | None) -> str:
     return "\n".join(lines)
 
 
-def snapshot_html(
-    sample: Sample | None, gpu: Gpu | None, history: Any, window_s: float, stopped: str | None = None
-) -> str:
-    """The view as still HTML: what a saved notebook shows without its kernel's widgets; ``stopped``: the time
-    the view was closed."""
-    note, chart = None, None
-    if gpu is not None and history is None:
-        note = f"The still chart needs numpy: {PIP_VIEW}."
-    elif gpu is not None and history is not None and not gpu["lost"]:
-        series = history.series(viewtext.gpu_key(gpu))
-        chart = None if series is None else still_chart(series, window_s)
-    return html.render("view.html.j2", sample=sample, gpu=gpu, chart_note=note, chart_data=chart, stopped=stopped)
-
-
-def still_chart(series: Any, window_s: float, width: int = 600, height: int = 160) -> dict[str, Any] | None:
-    """The chart's lines for a small static SVG (view.html.j2 draws it): this kernel, its budget, the others."""
-    from jupyter_gpumem.render.history import chart_data
-
-    data = chart_data(series, window_s, width)
-    if data is None:
-        return None
-    span = max(1e-9, data.x1 - data.x0)
-    top = data.scale.top / data.scale.size
-    lines = []
-    for name, var, fallback, dash, stroke in TRACES:
-        if name == "total" and not data.total_fits:
-            continue
-        points: list[list[str]] = []
-        segment: list[str] = []
-        for t, v in zip(data.t, data.lines[name], strict=True):
-            if v != v:  # NaN: a gap
-                if segment:
-                    points.append(segment)
-                segment = []
-                continue
-            segment.append(f"{(t - data.x0) / span * width:.1f},{height - v / top * height:.1f}")
-        if segment:
-            points.append(segment)
-        label = viewtext.CHART_LABELS.get(name, name)
-        dashes = {"dot": "2 3", "dash": "6 4"}.get(dash)
-        lines += [
-            {"points": " ".join(seg), "var": var, "fallback": fallback, "dash": dashes, "width": stroke, "label": label}
-            for seg in points
-        ]
-    return {"width": width, "height": height, "unit": data.scale.unit, "top": f"{top:g}", "lines": lines}
+def snapshot_html(sample: Sample | None, gpu: Gpu | None, stopped: str | None = None, note: str | None = None) -> str:
+    """The view as still HTML (no chart: that is the plotly figure beside it): what nbconvert, GitHub and a
+    frontend without widgets or plotly show; ``stopped``: the time the view was closed."""
+    return html.render("view.html.j2", sample=sample, gpu=gpu, chart_note=note, stopped=stopped)
 
 
 def show(shell: Any = None, display_now: bool = False) -> GpuMemView:

@@ -1,5 +1,6 @@
-"""The inline view's figures per GPU over its window, and what its chart draws of them: the same series,
-scales, decimation and over-budget marks as the sidebar's chart (labextension/src/history.ts, chart.ts).
+"""A kernel's figures per GPU over a window, as the chart draws them: the same series, over-budget marks,
+ranges and decimation as the sidebar's chart (labextension/src/history.ts), for the plotly figure
+(figure.py).
 
 Samples arrive as the protocol encodes them (protocol.encode_sample, or figures_only in the history).
 Numbers only, NaN where a figure was N/A (a gap, never 0). Decimation keeps each bucket's largest value,
@@ -10,13 +11,12 @@ sample changes only the last one.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from jupyter_gpumem.render.viewtext import gpu_key
-from jupyter_gpumem.units import GiB, MiB
+from jupyter_gpumem.units import MiB
 
 FIELDS = ("own", "framework", "others", "total", "budget")
 OVER_ENDS_BELOW = 0.95  # an over-budget episode ends below this share of the budget (history.ts, alerts.py)
@@ -27,6 +27,8 @@ BUCKETS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
 
 @dataclass(frozen=True)
 class Mark:
+    """Where an over-budget episode began: this kernel's figure then, and the kernel's reason."""
+
     t: float
     own_bytes: int
     reason: str | None
@@ -54,7 +56,7 @@ class History:
     def series(self, key: str) -> Series | None:
         return self._series.get(key)
 
-    def push(self, sample: dict[str, Any]) -> None:
+    def push(self, sample: Mapping[str, Any]) -> None:
         t = float(sample["t"])
         for gpu in sample["gpus"]:
             key = gpu_key(gpu)
@@ -85,90 +87,63 @@ class History:
                 s.marks = [m for m in s.marks if m.t >= s.t[0]]
 
 
-def bucket_s(span_s: float, width_px: int) -> float:
-    """One point per pixel column at most, from a short ladder of sizes (chart.ts bucketMs)."""
-    wanted = span_s / max(1, width_px)
+def of_samples(samples: Iterable[Mapping[str, Any]]) -> History:
+    """The series of a list of samples (the sampler's history), every one kept."""
+    kept = list(samples)
+    history = History(len(kept))
+    for sample in kept:
+        history.push(sample)
+    return history
+
+
+def bucket_s(span_s: float, points: int) -> float:
+    """At most ``points`` buckets over ``span_s``, from a short ladder of sizes (chart.ts bucketMs)."""
+    wanted = span_s / max(1, points)
     for size in BUCKETS_S:
         if size >= wanted:
             return float(size)
     return math.ceil(wanted / 3600) * 3600.0
 
 
-def decimate(t: np.ndarray, values: dict[str, np.ndarray], size_s: float) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def decimate(
+    t: list[float], values: dict[str, list[float]], size_s: float
+) -> tuple[list[float], dict[str, list[float]]]:
     """Each bucket of ``size_s`` keeps its largest value (NaN only if all are) at the time of its last sample."""
-    if len(t) == 0:
-        return t, values
-    keys = np.floor(t / size_s)
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    ends = np.concatenate((starts[1:] - 1, [len(t) - 1]))
-    with np.errstate(invalid="ignore"):
-        return t[ends], {name: np.fmax.reduceat(v, starts) for name, v in values.items()}
+    times: list[float] = []
+    kept: dict[str, list[float]] = {name: [] for name in values}
+    bucket = math.nan
+    for i, when in enumerate(t):
+        key = math.floor(when / size_s)
+        if key != bucket:
+            bucket = key
+            times.append(when)
+            for name, v in values.items():
+                kept[name].append(v[i])
+            continue
+        times[-1] = when
+        for name, v in values.items():
+            if not math.isnan(v[i]) and (math.isnan(kept[name][-1]) or v[i] > kept[name][-1]):
+                kept[name][-1] = v[i]
+    return times, kept
 
 
-@dataclass(frozen=True)
-class Scale:
-    top: float  # bytes
-    unit: str  # "GiB" | "MiB"
-    size: float  # bytes per unit
-    dtick: float  # in the unit
+def peak(values: Iterable[float]) -> float:
+    """The largest known value; 0 when none is known."""
+    return max((v for v in values if not math.isnan(v)), default=0.0)
 
 
-def _peak(v: np.ndarray) -> float:
-    if len(v) == 0 or bool(np.all(np.isnan(v))):
-        return 0.0
-    return float(np.nanmax(v))
-
-
-def y_scale(values: dict[str, np.ndarray], max_ticks: int = 5) -> Scale:
-    """Up to the larger of this kernel's peak (or its framework's) and its budget, with headroom, to a
-    round tick; only when this kernel holds nothing and has no budget do the others set it; never the
-    device total (chart.ts yScale)."""
-    top = max(_peak(values["own"]), _peak(values["framework"]), _peak(values["budget"]))
+def y_top(values: Mapping[str, list[float]]) -> float:
+    """Up to the larger of this kernel's peak (or its framework's) and its budget, with headroom; only when
+    this kernel holds nothing and has no budget do the others set it; never the device total (chart.ts)."""
+    top = max(peak(values["own"]), peak(values["framework"]), peak(values["budget"]))
     if top <= 0:
-        top = _peak(values["others"])
-    top = max(top * HEADROOM, 256 * MiB)
-    unit, size = ("GiB", float(GiB)) if top >= GiB else ("MiB", float(MiB))
-    raw = top / size / max(1, max_ticks)
-    power = 10 ** math.floor(math.log10(raw))
-    step = next((m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw), 10 * power)
-    count = math.ceil(top / size / step - 1e-9)
-    return Scale(count * step * size, unit, size, step)
+        top = peak(values["others"])
+    return max(top * HEADROOM, 256 * MiB)
 
 
-def x_range(t: np.ndarray, window_s: float) -> tuple[float, float]:
-    first, last = float(t[0]), float(t[-1])
+def x_range(t: list[float], window_s: float) -> tuple[float, float]:
+    """From the first sample to the last, at least MIN_SPAN_S, at most the window (then it slides)."""
+    first, last = t[0], t[-1]
     if last - first > window_s:
         return last - window_s, last
     return first, max(last, first + min(MIN_SPAN_S, window_s))
-
-
-@dataclass(frozen=True)
-class ChartData:
-    """What the chart draws: times (s since the epoch), each line in ``scale.unit``, the marks, the
-    x range and whether the device total fits under the y scale (else it is a note at the top)."""
-
-    t: np.ndarray
-    lines: dict[str, np.ndarray]
-    scale: Scale
-    x0: float
-    x1: float
-    total: float  # the device total's peak, bytes (0: unknown)
-    total_fits: bool
-    marks: list[Mark]
-
-
-def chart_data(series: Series, window_s: float, width_px: int = 600) -> ChartData | None:
-    """None before there are two samples to draw a line between."""
-    if len(series.t) < 2:
-        return None
-    t = np.asarray(series.t, dtype=np.float64)
-    values = {name: np.asarray(v, dtype=np.float64) for name, v in series.values.items()}
-    x0, x1 = x_range(t, window_s)
-    shown = t >= x0
-    t, values = decimate(t[shown], {k: v[shown] for k, v in values.items()}, bucket_s(x1 - x0, width_px))
-    scale = y_scale(values)
-    total = _peak(values["total"])
-    fits = 0 < total <= scale.top
-    lines = {name: v / scale.size for name, v in values.items()}
-    marks = [m for m in series.marks if x0 <= m.t <= x1]
-    return ChartData(t, lines, scale, x0, x1, total, fits, marks)

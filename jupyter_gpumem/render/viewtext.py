@@ -189,9 +189,22 @@ def clock(t: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(t))
 
 
-CHART_LABELS = {
-    "own": "this kernel",
-    "others": "others",
-    "budget": "budget",
-    "total": "device total",
-}
+def chart_labels(framework: str | None) -> dict[str, str]:
+    """The chart's trace names (format.ts chartLabels): tests/fixtures/chart/traces.json pins both."""
+    return {
+        "own": "this kernel",
+        "framework": f"{framework} in use" if framework else "framework in use",
+        "others": "others",
+        "budget": "budget",
+        "total": "device total",
+    }
+
+
+def total_above(total_bytes: float) -> str:
+    """The chart's note where the device total lies above its scale (format.ts totalAbove)."""
+    return f"device total {format_gib_or_mib(int(total_bytes))} ↑"
+
+
+def mark_title(t: float, reason: str | None) -> str:
+    """An over-budget mark's hover (format.ts markTitle)."""
+    return f"Over budget from {clock(t)}: {printable(reason)}" if reason else f"Over budget from {clock(t)}"

@@ -1,5 +1,5 @@
 """The inline live view (`%gpumem show`, ``jupyter_gpumem.show()``): its words and figures from the protocol's
-fixtures, its chart's series, and in real kernels on the stand-in NVML: what it displays, that it moves
+fixtures, and in real kernels on the stand-in NVML: what it displays, that it moves
 while another cell runs, that views share the one sampler, that closing one leaves a still picture and
 stops its updates, and that a notebook run headless keeps that picture."""
 
@@ -7,24 +7,22 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from conftest import FIXTURES, SCENARIOS, Kernel
 
 from jupyter_gpumem import standin
-from jupyter_gpumem.kernel.widget import STATIC, header_html, snapshot_html, table_html
+from jupyter_gpumem.kernel.widget import STATIC, header_html, table_html
 from jupyter_gpumem.render import viewtext
-from jupyter_gpumem.render.history import History, chart_data, decimate, y_scale
 from jupyter_gpumem.units import GiB, MiB
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+PLOTLY = "application/vnd.plotly.v1+json"
 
 
 def fixture(name: str) -> dict[str, Any]:
@@ -86,59 +84,6 @@ def test_the_views_html_escapes_every_host_string_and_marks_this_kernel():
     lost = header_html(LOST, LOST["gpus"][1])
     assert 'data-level="error"' in lost and "GPU 1 is lost: N/A" in lost and "Exact" not in lost
     assert "This GPU is lost" in table_html(LOST["gpus"][1])
-
-
-# -- the chart's series ---------------------------------------------------------------------------------------
-
-
-def sample(t: float, own: int | None, budget: int | None = 4 * GiB, used: int | None = 6 * GiB) -> dict[str, Any]:
-    gpu = {
-        **S1["gpus"][1],
-        "own_bytes": own,
-        "budget_bytes": budget,
-        "used_bytes": used,
-        "framework_bytes": None,
-        "over_reason": "why",
-        "processes": [],
-    }
-    return {**S1, "t": t, "gpus": [gpu]}
-
-
-def test_one_over_budget_mark_per_episode_and_na_is_a_gap_not_zero():
-    history = History(3600)
-    owns = [3 * GiB, 4 * GiB + MiB, 4 * GiB + 2 * MiB, None, 3.9 * GiB, 3 * GiB, 5 * GiB]
-    for i, own in enumerate(owns):
-        history.push(sample(1000.0 + i, None if own is None else int(own)))
-    series = history.series(S1["gpus"][1]["uuid"])
-    assert series is not None
-    # Over at 1001, N/A and 97% do not end it; below 95% (1005) does; over again at 1006.
-    assert [m.t for m in series.marks] == [1001.0, 1006.0]
-    assert math.isnan(series.values["own"][3]) and series.values["others"][3] == 6 * GiB
-
-
-def test_decimation_keeps_every_peak_and_the_scale_follows_this_kernel_not_the_device():
-    t = np.arange(3600, dtype=np.float64)
-    own = np.full(3600, 2.0 * GiB)
-    own[1234] = 3.5 * GiB  # a one-second spike
-    own[2000:2010] = np.nan  # N/A for ten seconds
-    dt, values = decimate(t, {"own": own}, 10.0)
-    assert len(dt) == 360 and np.nanmax(values["own"]) == 3.5 * GiB
-    assert np.isnan(values["own"][200])  # an all-N/A bucket stays a gap
-    scale = y_scale({"own": own, "framework": own * np.nan, "budget": np.full(3600, 4.0 * GiB), "others": own})
-    assert (scale.unit, scale.top) == ("GiB", 5 * GiB)  # the budget and headroom, not a 40 GiB device
-
-
-def test_an_hours_history_is_drawn_with_at_most_one_point_per_pixel_and_the_total_as_a_note():
-    history = History(3600)
-    for i in range(3600):
-        history.push(sample(10_000.0 + i, 2 * GiB, used=30 * GiB))
-    series = history.series(S1["gpus"][1]["uuid"])
-    data = chart_data(series, 3600.0, 600)
-    assert data is not None and len(data.t) <= 600
-    assert data.lines["own"][-1] == pytest.approx(2.0)  # in the scale's unit, GiB
-    assert not data.total_fits and data.total == 8 * GiB  # 8 GiB device above a 5 GiB scale: a note
-    still = snapshot_html(S1, S1["gpus"][1], history, 3600.0)
-    assert "<svg" in still and "polyline" in still and "<img" not in still
 
 
 # -- in real kernels ------------------------------------------------------------------------------------------
@@ -284,12 +229,15 @@ def test_two_views_share_the_one_sampler_and_closing_one_stops_only_its_updates(
     widgets = Widgets(kernel)
     view_a, view_b = widgets.views()
     assert view_a == first["data"][WIDGET_VIEW]["model_id"]
+    drain(kernel, 2.5)  # samples for the chart a closed view leaves
     closed = kernel.run("a.close(); print(len(jupyter_gpumem.kernel.stream.stream().views), a.closed, b.closed)")
     assert closed.stdout.strip() == "1 True False"
     # Its output is replaced by its last picture: still HTML, no widget any more.
     [update] = [d for d in closed.displayed if d["transient"]["display_id"] == first["transient"]["display_id"]]
     assert WIDGET_VIEW not in update["data"] and "Stopped at" in update["data"]["text/html"]
-    assert "3.1 of 20.0 GiB budget" in update["data"]["text/html"] and "<svg" in update["data"]["text/html"]
+    assert "3.1 of 20.0 GiB budget" in update["data"]["text/html"]
+    chart = update["data"][PLOTLY]  # the recorded history, interactive without the kernel
+    assert [trace["name"] for trace in chart["data"]][:1] == ["this kernel"]
     drain(kernel, 0.5)
     assert view_a in widgets.closed()
     before = len(widgets.samples(view_a))
@@ -315,12 +263,12 @@ def test_two_views_share_the_one_sampler_and_closing_one_stops_only_its_updates(
     assert len(stopped) == 1 and "Stopped at" in stopped[0]["data"]["text/html"]
 
 
-BLOCK_NUMPY = """import sys
+BLOCK_PLOTLY = """import sys
 
 
 class NotInstalled:
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] == "numpy":
+        if name.split(".")[0] == "plotly":
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 
@@ -329,20 +277,23 @@ sys.meta_path.insert(0, NotInstalled())
 
 
 @pytest.mark.kernel
-def test_without_numpy_the_view_is_live_and_its_still_picture_says_what_to_install(kernel_with, tmp_path):
+def test_without_plotly_the_view_is_live_and_its_stopped_picture_says_what_to_install(kernel_with, tmp_path):
     (tmp_path / "blocked").mkdir()
-    (tmp_path / "blocked" / "sitecustomize.py").write_text(BLOCK_NUMPY)
+    (tmp_path / "blocked" / "sitecustomize.py").write_text(BLOCK_PLOTLY)
     kernel = budget_kernel(kernel_with, PYTHONPATH=str(tmp_path / "blocked"))
-    reply = kernel.run("%gpumem show")
+    reply = kernel.run("import jupyter_gpumem\nview = jupyter_gpumem.show()\ndisplay(view)")
     assert reply.status == "ok" and reply.stderr == "", reply.error
     [shown] = reply.displayed
     assert WIDGET_VIEW in shown["data"] and "3.1 of 20.0 GiB budget" in shown["data"]["text/html"]
-    assert "The still chart needs numpy: %pip install &#39;jupyter-gpumem[view]&#39;" in shown["data"]["text/html"]
     widgets = Widgets(kernel)
     [view] = widgets.views()
     drain(kernel, 2.5)
     assert own_mib(widgets.samples(view)[-1]) == 3174
-    assert kernel.run("import sys; print('numpy' in sys.modules)").stdout == "False\n"
+    closed = kernel.run("view.close()")
+    [update] = closed.displayed
+    assert PLOTLY not in update["data"] and "3.1 of 20.0 GiB budget" in update["data"]["text/html"]
+    assert "The chart needs plotly: %pip install &#39;jupyter-gpumem[view]&#39;" in update["data"]["text/html"]
+    assert kernel.run("import sys; print('plotly' in sys.modules)").stdout == "False\n"
 
 
 @pytest.mark.kernel
@@ -368,7 +319,7 @@ def test_a_notebook_run_headless_keeps_the_views_still_picture(tmp_path, standin
     )
     [closed] = nb.cells[1].outputs
     assert WIDGET_VIEW not in closed["data"] and "Stopped at" in closed["data"]["text/html"]
-    assert "polyline" in closed["data"]["text/html"]  # a chart of the seconds it ran
+    assert len(closed["data"][PLOTLY]["data"][0]["x"]) >= 2  # a chart of the seconds it ran, as plotly draws it
     [live] = nb.cells[2].outputs  # never closed: the widget, and the picture for frontends without widgets
     assert WIDGET_VIEW in live["data"] and "3.1 of 20.0 GiB budget" in live["data"]["text/html"]
     path = tmp_path / "saved.ipynb"

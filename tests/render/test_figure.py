@@ -1,0 +1,160 @@
+"""The kernel's history as a plotly figure (``jupyter_gpumem.figure()``, the picture a stopped inline view
+leaves): the live chart's traces, names and order (tests/fixtures/chart/traces.json, which the TypeScript tests
+check against the live chart too), its scales and marks, peaks kept; and the history's series themselves."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Any
+
+import plotly.graph_objects as go
+import pytest
+from conftest import FIXTURES
+
+from jupyter_gpumem.render.figure import bundle, figure
+from jupyter_gpumem.render.history import History, decimate, y_top
+from jupyter_gpumem.units import GiB, MiB, parse_duration
+
+TRACES = json.loads((FIXTURES / "chart" / "traces.json").read_text())
+S1 = dict(json.loads((FIXTURES / "protocol" / "sample.json").read_text())["sample"])
+LOST = dict(json.loads((FIXTURES / "protocol" / "sample_lost_gpu.json").read_text())["sample"])
+T0 = 1_763_740_800.0
+
+
+def sample(t: float, own: int | None, budget: int | None = 4 * GiB, used: int | None = 6 * GiB, **gpu: Any) -> Any:
+    """S1's GPU 1 at time ``t``: this kernel holding ``own``, TensorFlow's allocator a little less."""
+    fields = {
+        **S1["gpus"][1],
+        "own_bytes": own,
+        "budget_bytes": budget,
+        "used_bytes": used,
+        "framework_bytes": None if own is None else own - 256 * MiB,
+        "over_reason": "CUDA context outside the limit",
+        "processes": [],
+        **gpu,
+    }
+    return {**S1, "t": t, "framework": "TensorFlow", "gpus": [fields]}
+
+
+def names(fig: go.Figure) -> list[str]:
+    return [trace.name for trace in fig.data if trace.showlegend is not False]
+
+
+def test_the_traces_are_the_live_charts_in_its_order_and_words() -> None:
+    history = [sample(T0 + i, 2 * GiB + i * MiB, budget=10 * GiB, used=3 * GiB) for i in range(60)]
+    fig = figure(history)
+    assert names(fig) == [name for _, name in TRACES["traces"]]
+    own = fig.data[0]
+    assert own.line.color == "#1976d2" and own.fill == "tozeroy"
+    assert fig.data[3].line.dash == "dash" and fig.data[4].line.dash == "dot"  # the budget, the device total
+    assert fig.layout.hovermode == "x unified" and fig.layout.xaxis.hoverformat == "%H:%M:%S"
+
+
+def test_an_hours_history_keeps_its_peaks_at_one_point_per_column_and_the_total_above_is_a_note() -> None:
+    history = [sample(T0 + i, 2 * GiB, used=30 * GiB) for i in range(3600)]
+    history[1234] = sample(T0 + 1234, int(3.5 * GiB), used=30 * GiB)  # a one-second spike
+    fig = figure(history, window_s=3600)
+    own = fig.data[0]
+    assert len(own.x) <= 600 and max(own.y) == pytest.approx(3.5)  # in GiB, the spike kept
+    assert "device total" not in names(fig)  # 8 GiB above a scale that ends at the budget's 4.3 GiB
+    assert [a.text for a in fig.layout.annotations] == ["device total 8.0 GiB ↑"]
+    assert fig.layout.yaxis.range == pytest.approx((0, 4 * 1.08)) and fig.layout.yaxis.title.text == "GiB"
+    start, end = fig.layout.xaxis.range
+    assert (start, end) == (datetime.fromtimestamp(T0), datetime.fromtimestamp(T0 + 3599))
+
+
+def test_a_short_history_spans_two_minutes_and_a_window_cuts_a_long_one() -> None:
+    short = figure([sample(T0 + i, GiB) for i in range(20)])
+    assert short.layout.xaxis.range == (datetime.fromtimestamp(T0), datetime.fromtimestamp(T0 + 120))
+    long = figure([sample(T0 + i, GiB) for i in range(600)], window_s=300)
+    assert long.layout.xaxis.range == (datetime.fromtimestamp(T0 + 299), datetime.fromtimestamp(T0 + 599))
+    assert min(long.data[0].x) >= datetime.fromtimestamp(T0 + 299)
+
+
+def test_each_over_budget_episode_is_one_mark_with_its_reason_on_hover() -> None:
+    owns = [3, 4.1, 4.2, None, 3.9, 3, 5, 5]
+    history = [sample(T0 + i, None if own is None else int(own * GiB)) for i, own in enumerate(owns)]
+    fig = figure(history)
+    [marks] = [trace for trace in fig.data if trace.mode == "markers"]
+    assert [x.timestamp() for x in marks.x] == [T0 + 1, T0 + 6]
+    assert marks.y == pytest.approx((4.1, 5.0))
+    clock = datetime.fromtimestamp(T0 + 1).strftime("%H:%M:%S")
+    assert marks.hovertext[0] == f"Over budget from {clock}: CUDA context outside the limit"
+    assert marks.showlegend is False
+    assert fig.data[0].y[3] is None  # N/A is a gap, never 0
+
+
+def test_without_a_budget_there_is_no_budget_trace_and_the_scale_follows_this_kernel() -> None:
+    fig = figure([sample(T0 + i, 300 * MiB, budget=None, used=2 * GiB) for i in range(10)])
+    assert "budget" not in names(fig)
+    assert fig.layout.yaxis.title.text == "MiB" and fig.layout.yaxis.range[1] == pytest.approx(324)
+
+
+@pytest.mark.parametrize(
+    ("samples", "gpu", "said"),
+    [
+        ([], None, "No GPU memory recorded yet"),
+        ([{**S1, "problem": "The NVIDIA driver is not loaded."}], None, "The NVIDIA driver is not loaded."),
+        ([{**S1, "gpus": []}], None, "The NVIDIA driver is loaded but reports no GPUs."),
+        ([sample(T0, GiB)], None, "Collecting…"),
+        ([sample(T0, GiB), sample(T0 + 1, GiB)], 7, "No GPU 7 here: the GPUs are 1 (or their uuids)."),
+        ([LOST, {**LOST, "t": LOST["t"] + 1}], 1, "This GPU is lost: no figures until it is reset."),
+    ],
+)
+def test_with_nothing_to_draw_the_figure_says_why(samples: list[Any], gpu: int | None, said: str) -> None:
+    fig = figure(samples, gpu)
+    assert not fig.data
+    [note] = fig.layout.annotations
+    assert note.text.startswith(said)
+
+
+def test_a_gpu_is_chosen_by_index_or_uuid_and_its_name_is_printable() -> None:
+    history = [sample(T0 + i, GiB, name="A10 \u202egnp") for i in range(3)]
+    uuid = S1["gpus"][1]["uuid"]
+    assert figure(history, 1).layout.title.text == figure(history, uuid).layout.title.text
+    assert figure(history, 1).layout.title.text == "GPU 1 · A10 \\u202egnp — this kernel's GPU memory"
+
+
+def test_the_output_bundle_is_plotlys_mimetype_with_a_quiet_mode_bar() -> None:
+    data = bundle(figure([sample(T0 + i, GiB) for i in range(3)]))["application/vnd.plotly.v1+json"]
+    assert {"data", "layout", "config"} <= set(data) and data["config"]["displaylogo"] is False
+    assert len(json.dumps(data, default=str)) < 1_500_000
+
+
+def test_one_over_budget_mark_per_episode_and_na_is_a_gap_not_zero() -> None:
+    history = History(3600)
+    owns = [3 * GiB, 4 * GiB + MiB, 4 * GiB + 2 * MiB, None, 3.9 * GiB, 3 * GiB, 5 * GiB]
+    for i, own in enumerate(owns):
+        history.push(sample(1000.0 + i, None if own is None else int(own)))
+    series = history.series(S1["gpus"][1]["uuid"])
+    assert series is not None
+    # Over at 1001, N/A and 97% do not end it; below 95% (1005) does; over again at 1006.
+    assert [m.t for m in series.marks] == [1001.0, 1006.0]
+    assert math.isnan(series.values["own"][3]) and series.values["others"][3] == 6 * GiB
+
+
+def test_decimation_keeps_every_peak_and_the_scale_follows_this_kernel_not_the_device() -> None:
+    t = [float(i) for i in range(3600)]
+    own = [2.0 * GiB] * 3600
+    own[1234] = 3.5 * GiB  # a one-second spike
+    own[2000:2010] = [math.nan] * 10  # N/A for ten seconds
+    dt, values = decimate(t, {"own": own}, 10.0)
+    assert len(dt) == 360 and max(v for v in values["own"] if not math.isnan(v)) == 3.5 * GiB
+    assert math.isnan(values["own"][200])  # an all-N/A bucket stays a gap
+    nothing = [math.nan] * 3600
+    assert y_top({"own": own, "framework": nothing, "budget": [4.0 * GiB] * 3600, "others": own}) == 4 * GiB * 1.08
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("15min", 900.0), ("90s", 90.0), ("1h", 3600.0), ("2 h", 7200.0), ("1d", 86400.0), (30, 30.0), ("45", 45.0)],
+)
+def test_a_window_is_read_as_people_write_it(text: str | int, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "-5min", "0", "15 parsecs", "nan", "inf", True, -3])
+def test_a_window_that_is_no_time_span_is_refused(text: Any) -> None:
+    assert parse_duration(text) is None
