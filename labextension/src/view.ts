@@ -116,7 +116,7 @@ export class MemoryView {
     this._chartBox = div('chartBox', body);
     this._chart = new Chart(
       div('chart', this._chartBox),
-      div('legend', this._chartBox),
+      this._chartBox,
       trans
     );
     this._table = new ProcessTable(body, trans, sorted);
@@ -153,7 +153,7 @@ export class MemoryView {
     const limits = [...limitLines(gpu, trans), latest.limitNote ?? ''];
     setLine(n.limits, limits.filter(line => line).join('\n') || null);
     setLine(n.device, deviceLine(gpu, trans));
-    this._chartBox.hidden = gpu.lost; // no figures to draw: no chart, no legend
+    this._chartBox.hidden = gpu.lost; // no figures to draw: no chart
     this._table.render(gpu, stale);
     if (!gpu.lost) {
       this._chart.render(series, windowMs, latest.framework);
