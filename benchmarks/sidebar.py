@@ -178,12 +178,13 @@ CHART_WORK = """async samples => {
   return { draws, mutations, visible: panel.isVisible };
 }"""
 
-# Until JupyterLab has restored its layout, from the navigation's start; and whether plotly came.
+# Until JupyterLab has restored its layout, from the navigation's start; and whether this extension's
+# plotly chunk came (the environment's jupyterlab-plotly, if any, loads at start with or without it).
 LOADED = """async () => {
   while (!window.jupyterapp) await new Promise(resolve => setTimeout(resolve, 5));
   await window.jupyterapp.restored;
   return { ms: performance.now(),
-           plotly: performance.getEntriesByType('resource').some(e => e.name.includes('plotly')) };
+           plotly: performance.getEntriesByType('resource').some(e => e.name.includes('plotly_js-basic')) };
 }"""
 
 

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 
 // A zone with daylight saving, set before any date is made (node reads TZ when it changes).
@@ -18,6 +20,7 @@ import {
   yScale
 } from '../../labextension/src/figure';
 import { ISeries } from '../../labextension/src/history';
+import { strfmt } from './fixtures';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
@@ -89,10 +92,7 @@ test('a kernel that holds nothing and has no budget scales to the others; nothin
   assert.equal(empty.top, 300 * MiB);
 });
 
-const trans = {
-  __: (message: string, ...args: unknown[]): string =>
-    message.replace(/%(\d+)/g, (_, n) => String(args[Number(n) - 1]))
-};
+const trans = { __: strfmt };
 
 const COLOURS: IColours = {
   own: '#1976d2',
@@ -169,6 +169,25 @@ test('a device total within the scale is a line, and the framework has its own',
     fig.layout.annotations!.map(a => a.text),
     ['GiB']
   );
+});
+
+test("the lines in legend order and their names are the ones the kernel's plotly figure has", () => {
+  // The contract with jupyter_gpumem/render/figure.py: tests/fixtures/chart/traces.json.
+  const pinned = JSON.parse(
+    readFileSync(
+      join(process.cwd(), 'tests', 'fixtures', 'chart', 'traces.json'),
+      'utf8'
+    )
+  ) as { framework: string; traces: [string, string][] };
+  const s = history(60, () => 3 * GiB);
+  s.total = s.total.map(() => 4.2 * GiB);
+  s.framework = s.own.map(v => v - 512 * MiB);
+  const fig = figure(args(s, { framework: pinned.framework }), trans);
+  const lines = fig.data as { uid: string; name: string; legendrank: number }[];
+  const inLegend = [...lines]
+    .sort((a, b) => a.legendrank - b.legendrank)
+    .map(t => [t.uid, t.name]);
+  assert.deepEqual(inLegend, pinned.traces);
 });
 
 test('N/A is a gap in the line, never 0', () => {
