@@ -353,3 +353,15 @@ def test_a_drag_zooms_on_time_the_range_stays_through_live_updates_and_a_double_
     )
     assert hidden() == "legendonly"
     panel.screenshot(path=ARTIFACTS / "sidebar-others-hidden-250.png")
+    # The mode bar shows while the pointer is over the chart; its camera saves the picture as a PNG.
+    modebar = panel.locator(".jp-GpuMem-plot .modebar")
+    opacity = "() => getComputedStyle(document.querySelector('#jupyter-gpumem-panel .modebar-group')).opacity"
+    page.mouse.move(0, 0)
+    page.wait_for_function(opacity + " === '0'")
+    plot.hover()
+    page.wait_for_function(opacity + " === '1'")
+    with page.expect_download() as download:
+        modebar.locator(".modebar-btn[data-title='Download plot as a PNG']").click()
+    path = download.value.path()
+    assert download.value.suggested_filename == "gpu-memory.png"
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
