@@ -476,11 +476,21 @@ export function markTitle(
     : trans.__('Over budget from %1', clock(t, true));
 }
 
-/** A figure in the chart's hover, in GiB with two decimals (N/A for a gap). */
-export function hoverFigure(value: number, trans: Trans): string {
-  return Number.isNaN(value)
-    ? trans.__('N/A')
-    : trans.__('%1 GiB', (value / GiB).toFixed(2));
+/** The chart's words that are not figures: a figure in its hover (a plotly template on the value
+ * in GiB; a gap has no hover), the way back from a zoomed range to the live view. */
+export function chartWords(trans: Trans): {
+  hoverFigure: string;
+  backToLive: string;
+} {
+  return {
+    hoverFigure: trans.__('%1 GiB', '%{y:.2f}'),
+    backToLive: trans.__('Back to live')
+  };
+}
+
+/** The chart's note while the user looks at a range of their own: "Paused on 14:03:10–14:05:40". */
+export function pausedOn(from: number, to: number, trans: Trans): string {
+  return trans.__('Paused on %1–%2', clock(from, true), clock(to, true));
 }
 
 const pad = (n: number) => String(n).padStart(2, '0');

@@ -160,7 +160,7 @@ export class History {
 }
 
 /**
- * One point per `bucketMs` of time from `from` on: each bucket keeps its largest value (a memory
+ * One point per `bucketMs` of time from `from` to `to`: each bucket keeps its largest value (a memory
  * peak must never be smoothed away) at the time of its last sample. Buckets are aligned to
  * multiples of `bucketMs`, so a new sample changes only the last bucket. A bucket whose values are
  * all NaN stays NaN, so gaps stay gaps. Over-budget marks are kept as they are.
@@ -168,7 +168,8 @@ export class History {
 export function decimate(
   series: ISeries,
   bucketMs: number,
-  from = -Infinity
+  from = -Infinity,
+  to = Infinity
 ): ISeries {
   const out = emptySeries();
   out.marks = series.marks; // few already
@@ -178,7 +179,7 @@ export function decimate(
   while (i < n && series.t[i] < from) {
     i++;
   }
-  for (; i < n; i++) {
+  for (; i < n && series.t[i] <= to; i++) {
     const key = Math.floor(series.t[i] / bucketMs);
     const last = out.t.length - 1;
     if (key !== bucket) {

@@ -101,7 +101,7 @@ export class MemoryView {
     this._chartBox = div('chartBox', body);
     this._chart = new Chart(
       div('chart', this._chartBox),
-      div('legend', this._chartBox),
+      this._chartBox,
       trans
     );
     this._table = new ProcessTable(body, trans, sorted);

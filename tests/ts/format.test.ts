@@ -6,6 +6,7 @@ import {
   budgetNote,
   channelLine,
   chartLabels,
+  chartWords,
   chartName,
   clock,
   columnTitle,
@@ -15,6 +16,7 @@ import {
   headline,
   limitLines,
   markTitle,
+  pausedOn,
   noNotebook,
   notebookLabel,
   overLine,
@@ -285,6 +287,8 @@ test('times have seconds where they are asked for: the hover, the marks', () => 
     'Over budget from 09:05:07: CUDA context'
   );
   assert.equal(markTitle(t, null, trans), 'Over budget from 09:05:07');
+  assert.equal(pausedOn(t, t + 150_000, trans), 'Paused on 09:05:07–09:07:37');
+  assert.equal(chartWords(trans).hoverFigure, '%{y:.2f} GiB');
 });
 
 const PROCESS: IProcess = {
@@ -481,6 +485,8 @@ test('every phrase goes through the translation bundle', () => {
     breakdown(gpu1, 'TensorFlow', t),
     markTitle(0, 'x', t),
     totalAbove(GiB, t),
+    pausedOn(0, 1000, t),
+    ...Object.values(chartWords(t)),
     processNote({ lost: true, processesKnown: true }, t),
     columnTitle('usedBytes', t),
     ...Object.values(chartLabels('TensorFlow', t)),

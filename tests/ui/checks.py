@@ -43,13 +43,45 @@ const contrast = node => {
 const sameColour = (a, b) => rgba(a).every((v, i) => Math.abs(v - rgba(b)[i]) < 2);
 """
 
+# plotly's drawing of one line of the chart (`gd`: the plot), found by its trace's uid.
+_TRACE = """
+const traceOf = (gd, uid) => {
+  const i = gd._fullData.findIndex(t => t.uid === uid);
+  return i < 0 ? null : gd.querySelectorAll('.scatterlayer .trace')[i];
+};
+const ownLine = gd => traceOf(gd, 'own').querySelector('.js-line');
+"""
+
+# What a chart (the plotly plot under `root`) shows: the x range it was given (epoch ms) and plotly's own
+# (its axis's time, ms), the y top, the lines and their points, the legend, the hover, the paused note.
+CHART = f"""root => {{ {_TRACE}
+  const gd = document.querySelector(root + ' .jp-GpuMem-plot');
+  const axis = r => Date.parse(String(r).replace(' ', 'T') + 'Z');
+  const size = gd._fullLayout?._size;
+  const paused = document.querySelector(root + ' .jp-GpuMem-paused');
+  return {{
+    plotly: gd.classList.contains('js-plotly-plot') && !!gd.querySelector('svg.main-svg'),
+    x0: Number(gd.dataset.x0), x1: Number(gd.dataset.x1), yTop: Number(gd.dataset.yTop),
+    range: (gd._fullLayout?.xaxis.range ?? []).map(axis),
+    yRange: gd._fullLayout?.yaxis.range,
+    plot: size && {{ left: size.l, top: size.t, width: size.w, height: size.h }},
+    traces: (gd._fullData ?? []).map(t => ({{ uid: t.uid, name: t.name, visible: t.visible,
+      x: Array.from(t.x ?? []), hovertext: t.hovertext }})),
+    own: (b => b && {{ width: b.width, height: b.height }})(traceOf(gd, 'own')?.querySelector('.js-line').getBBox()),
+    legend: [...gd.querySelectorAll('.legend .traces .legendtext')].map(n => n.textContent),
+    notes: [...gd.querySelectorAll('.annotation-text')].map(n => n.textContent),
+    hover: [...gd.querySelectorAll('.hoverlayer text')].map(n => n.textContent),
+    paused: paused && !paused.hidden ? paused.textContent : null,
+  }};
+}}"""
+
 CONTRAST = f"""selector => {{ {_COLOUR}
   const node = document.querySelector(selector);
   return node ? contrast(node) : null;
 }}"""
 
 # The panel at its current width and theme: everything the look tests assert, in one go.
-LAYOUT = f"""() => {{ {_COLOUR}
+LAYOUT = f"""() => {{ {_COLOUR} {_TRACE}
   const panel = document.getElementById('jupyter-gpumem-panel');
   const q = s => panel.querySelector(s);
   const all = s => [...panel.querySelectorAll(s)];
@@ -57,7 +89,7 @@ LAYOUT = f"""() => {{ {_COLOUR}
   const body = getComputedStyle(document.body);
   const v = name => body.getPropertyValue(name).trim();
   const scrollers = ['.jp-SidePanel-content', '.jp-GpuMem-content', '.jp-GpuMem-tableBox',
-                     '.jp-SidePanel-toolbar', '.jp-GpuMem-legend']
+                     '.jp-SidePanel-toolbar']
     .map(s => [s, q(s)]).concat([['panel', panel]])
     .map(([s, n]) => ({{ s, scrollWidth: n.scrollWidth, clientWidth: n.clientWidth }}));
   const rows = all('.jp-GpuMem-processes tbody tr');
@@ -83,7 +115,8 @@ LAYOUT = f"""() => {{ {_COLOUR}
   const badges = all('.jp-GpuMem-badge').filter(shown);
   const th = q('.jp-GpuMem-processes th');
   const headline = q('.jp-GpuMem-headline');
-  const legendItems = all('.jp-GpuMem-legendItem');
+  const chart = q('.jp-GpuMem-chart').getBoundingClientRect();
+  const legend = q('.jp-GpuMem-plot .legend').getBoundingClientRect();
   const toolbar = q('.jp-SidePanel-toolbar');
   return {{
     width: panel.getBoundingClientRect().width,
@@ -100,8 +133,9 @@ LAYOUT = f"""() => {{ {_COLOUR}
                 level: headline.dataset.level, contrast: contrast(headline) }},
     details: ['.jp-GpuMem-device', '.jp-GpuMem-breakdown']
       .map(s => sameColour(getComputedStyle(q(s)).color, v('--jp-ui-font-color2'))),
-    legend: {{ height: q('.jp-GpuMem-legend').getBoundingClientRect().height,
-              tops: legendItems.map(i => Math.round(i.getBoundingClientRect().top)) }},
+    legendInside: legend.left >= chart.left && legend.right <= chart.right + 1
+                  && legend.top >= chart.top && legend.bottom <= chart.bottom + 1,
+    ownColour: sameColour(ownLine(q('.jp-GpuMem-plot')).style.stroke, v('--jp-brand-color1')),
     toolbarHeight: toolbar.getBoundingClientRect().height,
     uiFontSize: v('--jp-ui-font-size1'),
   }};
@@ -110,6 +144,10 @@ LAYOUT = f"""() => {{ {_COLOUR}
 
 def layout(page: Page) -> dict[str, Any]:
     return page.evaluate(LAYOUT)  # type: ignore[no-any-return]
+
+
+def chart(page: Page, root: str = "#jupyter-gpumem-panel") -> dict[str, Any]:
+    return page.evaluate(CHART, root)  # type: ignore[no-any-return]
 
 
 def contrast(page: Page, selector: str) -> float:

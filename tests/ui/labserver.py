@@ -232,6 +232,11 @@ def running_lab(
     news.parent.mkdir(parents=True)
     news.write_text('{"fetchNews": "false"}')  # no "get notified about news?" toast over the screenshots
     write_kernelspecs(base / "share")
+    # This checkout's labextension build ahead of the one the environment has (a worktree tests its own).
+    build = Path(__file__).parents[2] / "jupyter_gpumem" / "labextension"
+    if build.is_dir():
+        (base / "share" / "labextensions").mkdir()
+        (base / "share" / "labextensions" / "jupyter-gpumem").symlink_to(build)
     config = base / "config"
     (config / "labconfig").mkdir(parents=True)
     (config / "labconfig" / "page_config.json").write_text(

@@ -36,13 +36,12 @@ def bare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 def chart_points(page: Page, view: int = 0) -> int:
-    """How many points this kernel's line has in the view's chart (the sidebar's SVG chart)."""
+    """How many points this kernel's line has in the view's chart (plotly's, as the sidebar's)."""
     return int(
         page.evaluate(
             """i => {
-              const view = document.querySelectorAll('.jp-GpuMem-inline')[i];
-              const d = view?.querySelector('path.jp-GpuMem-line.jp-mod-own')?.getAttribute('d') || '';
-              return (d.match(/[ML]/g) || []).length;
+              const gd = document.querySelectorAll('.jp-GpuMem-inline')[i]?.querySelector('.jp-GpuMem-plot');
+              return gd?._fullData?.find(t => t.uid === 'own')?.x.length ?? 0;
             }""",
             view,
         )
@@ -67,13 +66,11 @@ def check_inline_view(page: Page, lab: Lab, name: str, screenshot: str) -> None:
     expect(view.locator(".jp-GpuMem-processes")).to_contain_text("<img src=x onerror=alert(1)>")
     assert view.locator("img").count() == 0
     # As in the sidebar: the lines with figures (TensorFlow has not started; the device total is a note).
-    expect(view.locator(".jp-GpuMem-legendItem")).to_have_text(["this kernel", "others", "budget"])
-    # The chart fills from the history the kernel replays and the samples after it.
+    # The chart is plotly's, loaded with the view's own module (no labextension needed), and fills from the
+    # history the kernel replays and the samples after it.
+    expect(view.locator(".jp-GpuMem-plot .legend .legendtext")).to_have_text(["this kernel", "others", "budget"])
     page.wait_for_function("() => document.querySelector('.jp-GpuMem-inline .jp-GpuMem-collecting')?.hidden")
-    page.wait_for_function(
-        """() => (document.querySelector('.jp-GpuMem-inline path.jp-GpuMem-line.jp-mod-own')
-                 ?.getAttribute('d') || '').includes('L')"""
-    )
+    expect(view.locator(".jp-GpuMem-plot .scatterlayer .js-line").first).to_have_attribute("d", re.compile("L"))
     # The busy cell: the kernel grows to 6000 MiB and the cell sleeps; the view moves before it ends.
     cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(2)
     cell.locator(".jp-InputArea-editor").click()

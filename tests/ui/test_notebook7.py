@@ -40,7 +40,7 @@ def test_the_sidebar_opens_in_notebook_7s_right_panel_and_streams(page: Page, no
     expect(panel.locator(".jp-GpuMem-headline")).to_have_text("3.1 of 20.0 GiB budget (15%, not in force)")
     expect(panel.locator(".jp-GpuMem-banner")).to_contain_text("SIMULATED GPU")
     expect(panel.locator("tr.jp-GpuMem-self .jp-GpuMem-badge")).to_have_text("this kernel")
-    expect(panel.locator(".jp-GpuMem-plot")).to_be_attached()
+    expect(panel.locator(".jp-GpuMem-plot svg.main-svg").first).to_be_attached()  # plotly's chunk loaded
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=ARTIFACTS / "notebook7-sidebar.png")
     assert errors == []
@@ -54,7 +54,7 @@ def test_the_inline_view_works_in_notebook_7_and_moves_while_a_cell_sleeps(page:
     view = page.locator(".jp-GpuMem-inline").first
     headline = view.locator(".jp-GpuMem-headline")
     expect(headline).to_have_text("3.1 of 20.0 GiB budget (15%, not in force)")
-    expect(view.locator("path.jp-GpuMem-line.jp-mod-own")).to_have_attribute("d", re.compile("L"))
+    expect(view.locator(".jp-GpuMem-plot .scatterlayer .js-line").first).to_have_attribute("d", re.compile("L"))
     cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(2)
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")

@@ -8,7 +8,7 @@ import re
 import time
 
 import pytest
-from checks import contrast, layout
+from checks import chart, contrast, layout
 from labserver import ARTIFACTS, Lab, open_notebook, open_sidebar, run_cell, set_sidebar_width, set_theme
 from playwright.sync_api import Page, expect
 
@@ -96,7 +96,8 @@ def test_at_250_and_600_px_in_light_and_dark_nothing_scrolls_sideways_wraps_or_f
             assert got["headline"]["level"] == "warn"
             assert got["headline"]["contrast"] >= 4.5, f"{where}: warning text {got['headline']['contrast']:.2f}:1"
             assert got["details"] == [True, True], f"{where}: details not in the secondary colour"
-            assert got["legend"]["height"] <= 18 and len(set(got["legend"]["tops"])) == 1, f"{where}: {got['legend']}"
+            assert got["legendInside"], f"{where}: the chart's legend is cut"
+            assert got["ownColour"], f"{where}: this kernel's line is not in the theme's brand colour"
             assert contrast(page, ".jp-GpuMem-status-item") >= 4.5, f"{where}: the status bar's warning"
             panel.screenshot(path=ARTIFACTS / f"sidebar-{theme}-{width}.png")
             # Focusing a heading never scrolls the headline away.
@@ -145,7 +146,7 @@ def test_a_lost_gpu_reads_as_lost_not_as_an_empty_gpu(page: Page, lab: Lab) -> N
     expect(headline).to_have_attribute("data-level", "error")
     expect(panel.locator(".jp-GpuMem-note")).to_have_text("This GPU is lost: no figures until it is reset.")
     expect(panel.locator(".jp-GpuMem-device")).to_contain_text("lost (fell off the bus; it needs a reset)")
-    for hidden in (".jp-GpuMem-chart", ".jp-GpuMem-legend", ".jp-GpuMem-processes", ".jp-GpuMem-budgetNote"):
+    for hidden in (".jp-GpuMem-chart", ".jp-GpuMem-processes", ".jp-GpuMem-budgetNote"):
         expect(panel.locator(hidden)).to_be_hidden()
     expect(panel).not_to_contain_text("0 MiB used by this kernel")
     expect(panel).not_to_contain_text("no budget set")
@@ -206,7 +207,22 @@ def test_under_a_hub_other_users_are_one_line_and_the_servers_notice_comes_first
     set_theme(page, False)
 
 
-HOVER = """() => [...document.querySelectorAll('#jupyter-gpumem-panel .jp-GpuMem-hover > *')].map(n => n.textContent)"""
+def hover_newest(page: Page, uid: str = "own") -> list[str]:
+    """Move the mouse over the newest point of a line; what plotly's hover then says."""
+    point = page.evaluate(
+        """uid => { const gd = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
+                    const t = gd._fullData.find(t => t.uid === uid);
+                    const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+                    const box = gd.getBoundingClientRect();
+                    return { x: box.left + xa._offset + xa.l2p(xa.d2l(t.x[t.x.length - 1])) - 1,
+                             y: box.top + ya._offset + ya._length / 2 }; }""",
+        uid,
+    )
+    page.mouse.move(point["x"], point["y"])
+    page.wait_for_function(
+        "() => document.querySelectorAll('#jupyter-gpumem-panel .jp-GpuMem-plot .hoverlayer text').length > 0"
+    )
+    return chart(page)["hover"]  # type: ignore[no-any-return]
 
 
 def test_a_20_second_ramp_through_the_budget_fills_the_chart_and_makes_one_mark(page: Page, lab: Lab) -> None:
@@ -228,42 +244,124 @@ def test_a_20_second_ramp_through_the_budget_fills_the_chart_and_makes_one_mark(
         time.sleep(1)
     expect(panel.locator(".jp-GpuMem-headline")).to_have_text("23.0 of 20.0 GiB budget (115%, not in force)")
     time.sleep(3)  # and it stays over for a while
-    plot = panel.locator(".jp-GpuMem-plot")
-    x0, x1, top = (float(plot.get_attribute(a) or "nan") for a in ("data-x0", "data-x1", "data-y-top"))
-    # X: the data's span (about half a minute here), shown over the shortest range, two minutes.
-    assert x1 - x0 == 120_000
+    got = chart(page)
+    assert got["plotly"], "the chart is not a plotly plot"
+    # X: the data's span (about half a minute here), shown over the shortest range, two minutes; plotly
+    # shows the range it was given.
+    assert got["x1"] - got["x0"] == 120_000
+    assert got["range"][1] - got["range"][0] == 120_000, got["range"]
     # Y: up to this kernel's peak (23 GiB) with a little room, not the device's 40 GiB.
-    assert 23 * GiB <= top <= 1.3 * 23 * GiB
-    expect(panel.locator(".jp-GpuMem-totalLabel")).to_have_text("device total 40.0 GiB ↑")
-    own = page.evaluate(
-        """() => { const plot = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
-                   const line = plot.querySelector('.jp-GpuMem-line.jp-mod-own').getBBox();
-                   const grid = plot.querySelector('.jp-GpuMem-grid').getBBox();
-                   return { width: line.width, height: line.height,
-                            plotWidth: grid.width, plotHeight: grid.height }; }"""
-    )
+    assert 23 * GiB <= got["yTop"] <= 1.3 * 23 * GiB
+    assert got["yRange"] == [0, got["yTop"] / GiB]
+    assert "device total 40.0 GiB ↑" in got["notes"]
     # The 20 s ramp takes a sixth of the width (not 4 px) and most of the height (not 5%).
-    assert own["width"] >= own["plotWidth"] * 20 / 120 - 2, own
-    assert own["height"] >= own["plotHeight"] * 0.6, own
-    marks = panel.locator(".jp-GpuMem-mark")
-    expect(marks).to_have_count(1)  # one episode, one mark, however often the kernel's reason is sent
+    own, plot = got["own"], got["plot"]
+    assert own["width"] >= plot["width"] * 20 / 120 - 2, (own, plot)
+    assert own["height"] >= plot["height"] * 0.6, (own, plot)
+    marks = [t for t in got["traces"] if t["uid"] == "marks"]
+    assert len(marks) == 1 and len(marks[0]["x"]) == 1, marks  # one episode, one mark
     reasons = page.evaluate("() => window.gpumemReasons")
     first = reasons[0].removeprefix("Over budget: ")  # the mark keeps the reason its episode began with
-    expect(marks.locator("title")).to_have_text(re.compile(rf"^Over budget from \d\d:\d\d:\d\d: {re.escape(first)}$"))
+    reason = marks[0]["hovertext"][0].replace("<br>", " ")  # cut into lines that fit the hover
+    assert re.fullmatch(rf"Over budget from \d\d:\d\d:\d\d: {re.escape(first)}", reason), marks
     print(f"reasons the kernel gave during the ramp: {reasons}")
-    # The hover, at the newest point: the time to the second and this kernel's figure.
-    box = plot.bounding_box()
-    assert box is not None
-    newest = page.evaluate(
-        """() => { const d = document.querySelector('#jupyter-gpumem-panel .jp-mod-own').getAttribute('d');
-                   return Number(d.trim().split(/[ML ]/).filter(Boolean).slice(-2)[0]); }"""
-    )
-    page.mouse.move(box["x"] + newest, box["y"] + box["height"] / 2)
-    expect(panel.locator(".jp-GpuMem-hover")).to_be_visible()
-    lines = page.evaluate(HOVER)
-    assert re.fullmatch(r"\d\d:\d\d:\d\d", lines[0]), lines
-    assert "this kernel23.00 GiB" in lines and "budget20.00 GiB" in lines, lines
-    expect(panel.locator(".jp-GpuMem-legendItem")).to_have_text(["this kernel", "others", "budget"])
+    assert got["legend"] == ["this kernel", "others", "budget"]
+    # The hover, at the newest point: the time to the second, this kernel's figure and the budget.
+    hover = hover_newest(page)
+    assert re.fullmatch(r"\d\d:\d\d:\d\d", hover[0]), hover
+    assert "this kernel : 23.00 GiB" in hover and "budget : 20.00 GiB" in hover, hover
     panel.screenshot(path=ARTIFACTS / "sidebar-ramp-250.png")
     page.mouse.move(0, 0)
-    expect(panel.locator(".jp-GpuMem-hover")).to_be_hidden()
+    expect(panel.locator(".jp-GpuMem-plot .hoverlayer text")).to_have_count(0)
+
+
+# Where a time (the axis's ms) is on the page, in pixels from the left.
+PIXEL = """t => { const gd = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
+                const xa = gd._fullLayout.xaxis;
+                return gd.getBoundingClientRect().left + xa._offset + xa.l2p(t); }"""
+
+
+def newest(page: Page) -> float:
+    """The time of this kernel's newest point on the chart (the axis's ms)."""
+    return float(next(t for t in chart(page)["traces"] if t["uid"] == "own")["x"][-1])
+
+
+def test_a_drag_zooms_on_time_the_range_stays_through_live_updates_and_a_double_click_follows_live(
+    page: Page, lab: Lab
+) -> None:
+    start(page, lab, "zoom.ipynb", twelve(3072))
+    panel = page.locator("#jupyter-gpumem-panel")
+    for second in range(8):
+        lab.set_scenario(twelve((3 + second) * 1024))
+        time.sleep(1)
+    plot = panel.locator(".jp-GpuMem-plot")
+    for dark in (False, True):
+        set_theme(page, dark)
+        theme = "dark" if dark else "light"
+        for width in (250, 600):
+            where = f"{theme}, {width} px"
+            set_sidebar_width(page, width)
+            page.wait_for_timeout(300)
+            live = chart(page)
+            assert live["paused"] is None and live["x1"] - live["x0"] >= 120_000, where
+            # A drag over the middle of the data, 20% to 80% of the way from its first point to its newest.
+            own = next(t for t in live["traces"] if t["uid"] == "own")["x"]
+            first, last = own[0], own[-1]
+            a, b = (page.evaluate(PIXEL, first + share * (last - first)) for share in (0.2, 0.8))
+            box, area = plot.bounding_box(), live["plot"]
+            assert box is not None
+            y = box["y"] + area["top"] + area["height"] / 2
+            page.mouse.move(a, y)
+            page.mouse.down()
+            page.mouse.move(b, y, steps=6)
+            page.mouse.up()
+            expect(panel.locator(".jp-GpuMem-paused")).to_be_visible()
+            zoomed = chart(page)
+            span = zoomed["x1"] - zoomed["x0"]
+            assert span < live["x1"] - live["x0"], where
+            assert abs(span - 0.6 * (last - first)) < 0.05 * span, (where, span, last - first)
+            assert abs(zoomed["range"][1] - zoomed["range"][0] - span) < 2, where  # plotly shows that range
+            assert re.fullmatch(r"Paused on \d\d:\d\d:\d\d–\d\d:\d\d:\d\dBack to live", zoomed["paused"]), zoomed
+            # Three live updates later the range is still the user's.
+            last = newest(page)
+            page.wait_for_function(
+                """last => { const gd = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
+                            const own = gd._fullData.find(t => t.uid === 'own');
+                            return own.x[own.x.length - 1] >= last + 3000; }""",
+                arg=last,
+            )
+            later = chart(page)
+            assert (later["x0"], later["x1"], later["range"]) == (zoomed["x0"], zoomed["x1"], zoomed["range"]), where
+            panel.screenshot(path=ARTIFACTS / f"sidebar-zoomed-{theme}-{width}.png")
+            # A double-click follows live again: the range the data calls for, up to the newest sample.
+            page.mouse.dblclick(box["x"] + area["left"] + area["width"] / 2, y)
+            expect(panel.locator(".jp-GpuMem-paused")).to_be_hidden()
+            again = chart(page)
+            assert again["x1"] - again["x0"] >= 120_000 and again["x0"] == live["x0"], (where, again)
+            page.mouse.move(0, 0)
+    # A click on "others" in the legend hides that line, and it stays hidden through live updates.
+    set_theme(page, False)
+    panel.locator(".jp-GpuMem-plot .legend .traces", has_text="others").click()
+    hidden = lambda: next(t for t in chart(page)["traces"] if t["uid"] == "others")["visible"]  # noqa: E731
+    page.wait_for_timeout(500)  # plotly waits out a double-click's time before it toggles
+    assert hidden() == "legendonly"
+    last = newest(page)
+    page.wait_for_function(
+        """last => { const own = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot')._fullData
+                       .find(t => t.uid === 'own'); return own.x[own.x.length - 1] >= last + 2000; }""",
+        arg=last,
+    )
+    assert hidden() == "legendonly"
+    panel.screenshot(path=ARTIFACTS / "sidebar-others-hidden-250.png")
+    # The mode bar shows while the pointer is over the chart; its camera saves the picture as a PNG.
+    modebar = panel.locator(".jp-GpuMem-plot .modebar")
+    opacity = "() => getComputedStyle(document.querySelector('#jupyter-gpumem-panel .modebar-group')).opacity"
+    page.mouse.move(0, 0)
+    page.wait_for_function(opacity + " === '0'")
+    plot.hover()
+    page.wait_for_function(opacity + " === '1'")
+    with page.expect_download() as download:
+        modebar.locator(".modebar-btn[data-title='Download plot as a PNG']").click()
+    path = download.value.path()
+    assert download.value.suggested_filename == "gpu-memory.png"
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,360 @@
+/**
+ * The time chart as a plotly figure: pure data from the history, no DOM, no plotly code (chart.ts
+ * draws it), so its content and scales are tested in node. Scales that tell the story: x spans the
+ * data (at least MIN_SPAN_MS, at most the history window), y reaches the larger of this kernel's
+ * peak and its budget, not the device's total, which is a line when it fits and a note at the top
+ * when it does not. About one point per pixel column, each keeping its bucket's peak.
+ */
+
+import type { Annotations, Data, Layout } from 'plotly.js';
+
+import {
+  IChartLabels,
+  Trans,
+  axisNumber,
+  chartLabels,
+  chartWords,
+  markTitle,
+  totalAbove
+} from './format';
+import { Field, ISeries, decimate } from './history';
+
+const MiB = 1024 ** 2;
+const GiB = 1024 ** 3;
+
+/** The shortest x range: a 20-second ramp gets a sixth of the width, not a few pixels. */
+export const MIN_SPAN_MS = 120_000;
+
+/** Room around the plot for the axis labels, in pixels (the legend adds its own below). */
+export const MARGIN = { l: 30, r: 8, t: 20, b: 20 };
+
+/** The y scale's headroom above the highest figure it has to show. */
+const HEADROOM = 1.08;
+
+/**
+ * The x range: from the first sample to the last, at least MIN_SPAN_MS from the first (the chart
+ * fills from the left while it collects), at most the window (then it slides).
+ */
+export function xRange(t: number[], windowMs: number): [number, number] {
+  const first = t[0];
+  const last = t[t.length - 1];
+  if (last - first > windowMs) {
+    return [last - windowMs, last];
+  }
+  return [first, Math.max(last, first + Math.min(MIN_SPAN_MS, windowMs))];
+}
+
+const BUCKETS_S = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600];
+
+/** One point per pixel column at most, from a short ladder of bucket sizes so that the buckets
+ * (aligned to multiples of their size) stay put while the x range grows. */
+export function bucketMs(spanMs: number, plotWidth: number): number {
+  const wanted = spanMs / Math.max(1, plotWidth);
+  for (const s of BUCKETS_S) {
+    if (s * 1000 >= wanted) {
+      return s * 1000;
+    }
+  }
+  return Math.ceil(wanted / 3_600_000) * 3_600_000;
+}
+
+function peak(values: number[]): number {
+  let top = 0;
+  for (const v of values) {
+    top = v > top ? v : top; // NaN is never greater
+  }
+  return top;
+}
+
+export interface IScale {
+  /** The top of the y axis, in bytes. */
+  top: number;
+  /** Tick values in bytes, from 0. */
+  ticks: number[];
+  /** The unit the tick labels are in. */
+  unit: 'GiB' | 'MiB';
+}
+
+/**
+ * The y scale: up to the larger of this kernel's peak (as nvidia-smi counts it, or its framework's)
+ * and its budget, with a little headroom, to a round tick. Only when this kernel holds nothing
+ * and has no budget do the other processes set it; never the device total.
+ */
+export function yScale(s: Pick<ISeries, Field>, maxTicks = 5): IScale {
+  let top = Math.max(peak(s.own), peak(s.framework), peak(s.budget));
+  if (top <= 0) {
+    top = peak(s.others);
+  }
+  top = Math.max(top * HEADROOM, 256 * MiB);
+  const unit = top >= GiB ? 'GiB' : 'MiB';
+  const size = unit === 'GiB' ? GiB : MiB;
+  const raw = top / size / Math.max(1, maxTicks);
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step =
+    [1, 2, 2.5, 5, 10].map(m => m * power).find(m => m >= raw) ?? 10 * power;
+  const count = Math.ceil(top / size / step - 1e-9);
+  const ticks = Array.from({ length: count + 1 }, (_, i) => i * step * size);
+  return { top: ticks[ticks.length - 1], ticks, unit };
+}
+
+/**
+ * Plotly's date axis shows epoch milliseconds as UTC. Each time is moved by its own offset from UTC,
+ * so hour ticks stay on the hour after a daylight-saving change inside the window.
+ */
+export function toLocal(t: number): number {
+  return t - new Date(t).getTimezoneOffset() * 60_000;
+}
+
+/** Back from the axis's time to epoch milliseconds (the offset at that moment). */
+export function fromLocal(local: number): number {
+  const guess = local + new Date(local).getTimezoneOffset() * 60_000;
+  return local + new Date(guess).getTimezoneOffset() * 60_000;
+}
+
+/** A range end as plotly reports it after a zoom or pan ("2026-11-24 09:30:12.3456", or a number)
+ * to the axis's milliseconds; NaN for anything else. */
+export function axisTime(value: unknown): number {
+  if (typeof value === 'number') {
+    return value;
+  }
+  const m =
+    typeof value === 'string' &&
+    /^(\d{4})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d)(?::(\d\d(?:\.\d+)?))?)?$/.exec(
+      value
+    );
+  if (!m) {
+    return NaN;
+  }
+  const [, y, mo, d, h = '0', mi = '0', s = '0'] = m;
+  return Date.UTC(+y, +mo - 1, +d, +h, +mi) + Math.round(Number(s) * 1000);
+}
+
+/** The chart's colours: CSS colours read from the --jp-* variables (chart.ts). */
+export interface IColours {
+  own: string;
+  framework: string;
+  others: string;
+  budget: string;
+  total: string;
+  text: string;
+  grid: string;
+  background: string;
+  font: string;
+}
+
+/** What the chart is asked to show. */
+export interface IFigureArgs {
+  series: ISeries;
+  windowMs: number;
+  framework: string | null;
+  /** The plot's size in pixels. */
+  width: number;
+  height: number;
+  colours: IColours;
+  /** The range the user zoomed or panned to (epoch ms), or null: live, the range the data calls for. */
+  range: [number, number] | null;
+}
+
+export interface IFigure {
+  data: Data[];
+  layout: Partial<Layout>;
+  /** The x range shown (epoch ms) and the y axis's top (bytes). */
+  x0: number;
+  x1: number;
+  yTop: number;
+}
+
+/** The lines, drawn in this order (the own line on top); the legend lists them as LEGEND does. */
+const LINES: Field[] = ['total', 'others', 'budget', 'framework', 'own'];
+const LEGEND: Field[] = ['own', 'framework', 'others', 'budget', 'total'];
+const DASH: Record<Field, string> = {
+  own: 'solid',
+  framework: 'dot',
+  others: 'solid',
+  budget: 'dash',
+  total: 'solid'
+};
+
+/**
+ * Text from the kernel for plotly's hover, which reads tags (a reason naming a process called
+ * "<b>" stays as written) and never wraps: escaped, and cut into lines of at most `chars` at spaces
+ * so that the hover fits in a 250 px panel.
+ */
+export function hoverText(text: string, chars: number): string {
+  const lines: string[] = [];
+  for (const word of text.split(' ')) {
+    const last = lines.length - 1;
+    if (last >= 0 && lines[last].length + 1 + word.length <= chars) {
+      lines[last] += ' ' + word;
+    } else {
+      lines.push(word);
+    }
+  }
+  const escape = (line: string) =>
+    line.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  return lines.map(escape).join('<br>');
+}
+
+/** A value for plotly: N/A (NaN) becomes null, a gap in the line rather than 0. */
+const gib = (v: number): number | null => (Number.isNaN(v) ? null : v / GiB);
+
+/** A hex colour with the given opacity, for the area under this kernel's line; undefined for other
+ * colours, whose area plotly fills with the line's colour at half opacity. */
+function translucent(colour: string, alpha: number): string | undefined {
+  const hex = /^#([0-9a-f]{3}|[0-9a-f]{6})$/i.exec(colour.trim());
+  if (!hex) {
+    return undefined;
+  }
+  const h = hex[1].length === 3 ? hex[1].replace(/./g, c => c + c) : hex[1];
+  const [r, g, b] = [0, 2, 4].map(i => parseInt(h.slice(i, i + 2), 16));
+  return `rgba(${r}, ${g}, ${b}, ${alpha})`;
+}
+
+/**
+ * The figure: one trace per line that has figures (uid = its field, so a legend toggle stays with its
+ * line), one marker per over-budget episode in view with its reason on hover, x in local time.
+ */
+export function figure(args: IFigureArgs, trans: Trans): IFigure {
+  const { series: full, colours, width, height } = args;
+  const plotW = Math.max(1, width - MARGIN.l - MARGIN.r);
+  const [x0, x1] = args.range ?? xRange(full.t, args.windowMs);
+  // Zoomed, the points cover a span either side as well, so a pan shows data at once.
+  const span = x1 - x0;
+  const [from, to] = args.range ? [x0 - span, x1 + span] : [x0, Infinity];
+  const s = decimate(full, bucketMs(span, plotW), from, to);
+  // The y scale is the whole window's, so a zoom on time never rescales memory.
+  const scale = yScale(args.range ? full : s);
+  const size = scale.unit === 'GiB' ? GiB : MiB;
+  const labels: IChartLabels = chartLabels(args.framework, trans);
+  const words = chartWords(trans);
+  const x = s.t.map(toLocal);
+  const totalTop = peak(s.total);
+  const totalFits = totalTop > 0 && totalTop <= scale.top;
+
+  const data: Data[] = [];
+  for (const field of LINES) {
+    const values = s[field];
+    if (
+      (field === 'total' && !totalFits) ||
+      !values.some(v => !Number.isNaN(v))
+    ) {
+      continue;
+    }
+    data.push({
+      type: 'scatter',
+      mode: 'lines',
+      uid: field,
+      name: labels[field],
+      legendrank: LEGEND.indexOf(field),
+      x,
+      y: values.map(gib),
+      line: {
+        color: colours[field],
+        width: field === 'own' ? 2 : field === 'total' ? 1 : 1.5,
+        dash: DASH[field]
+      },
+      fill: field === 'own' ? 'tozeroy' : 'none',
+      fillcolor: translucent(colours.own, 0.15),
+      hovertemplate: words.hoverFigure
+    } as Data);
+  }
+  const marks = s.marks.filter(m => m.t >= x0 && m.t <= x1);
+  if (marks.length) {
+    data.push({
+      type: 'scatter',
+      mode: 'markers',
+      uid: 'marks',
+      showlegend: false,
+      x: marks.map(m => toLocal(m.t)),
+      y: marks.map(m => m.ownBytes / GiB),
+      hovertext: marks.map(m =>
+        hoverText(markTitle(m.t, m.reason, trans), Math.floor(width / 7))
+      ),
+      hovertemplate: '%{hovertext}<extra></extra>',
+      marker: {
+        symbol: 'triangle-down',
+        size: 10,
+        color: colours.budget,
+        line: { color: colours.background, width: 1 }
+      }
+    } as Data);
+  }
+
+  // The unit above the tick labels; the total's note beside it, clear of the mode bar on the right.
+  const note = (text: string, unit: boolean): Partial<Annotations> => ({
+    text,
+    xref: 'paper',
+    yref: 'paper',
+    x: 0,
+    y: 1,
+    xanchor: unit ? 'right' : 'left',
+    yanchor: 'bottom',
+    xshift: unit ? -4 : 0,
+    yshift: 4, // clear of the top tick's label
+    showarrow: false,
+    font: { size: 10, color: colours.text }
+  });
+  const annotations = [note(scale.unit, true)];
+  if (totalTop > 0 && !totalFits) {
+    annotations.push(note(totalAbove(totalTop, trans), false));
+  }
+  const axisFont = { size: 10, color: colours.text };
+  const layout: Partial<Layout> = {
+    width,
+    height,
+    margin: { ...MARGIN, pad: 0 },
+    paper_bgcolor: 'rgba(0,0,0,0)',
+    plot_bgcolor: 'rgba(0,0,0,0)',
+    font: { family: colours.font, size: 10, color: colours.text },
+    // The user's zoom, pan and legend choices survive every live update (the x range is ours to
+    // set only while live: chart.ts follows the user's range from the relayout events).
+    uirevision: 'gpumem',
+    dragmode: 'zoom',
+    hovermode: 'x unified',
+    hoverlabel: {
+      bgcolor: colours.background,
+      bordercolor: colours.grid,
+      font: { color: colours.text, size: 11, family: colours.font }
+    },
+    showlegend: true,
+    legend: {
+      orientation: 'h',
+      x: 0,
+      xanchor: 'left',
+      y: -0.12,
+      yanchor: 'top',
+      font: { size: 10, color: colours.text },
+      itemwidth: 30,
+      tracegroupgap: 0
+    },
+    xaxis: {
+      type: 'date',
+      range: [toLocal(x0), toLocal(x1)],
+      nticks: Math.max(2, Math.floor(plotW / 60)),
+      tickformatstops: [
+        { dtickrange: [null, 59_999], value: '%H:%M:%S' },
+        { dtickrange: [60_000, 86_399_999], value: '%H:%M' },
+        { dtickrange: [86_400_000, null], value: '%b %d' }
+      ],
+      hoverformat: '%H:%M:%S',
+      tickfont: axisFont,
+      showgrid: false,
+      zeroline: false,
+      linecolor: colours.grid,
+      showline: true,
+      fixedrange: false
+    },
+    yaxis: {
+      range: [0, scale.top / GiB],
+      fixedrange: true,
+      tickmode: 'array',
+      tickvals: scale.ticks.map(v => v / GiB),
+      ticktext: scale.ticks.map(v => axisNumber(v / size)),
+      tickfont: axisFont,
+      gridcolor: colours.grid,
+      zeroline: false
+    },
+    annotations
+  };
+  return { data, layout, x0, x1, yTop: scale.top };
+}

@@ -1,0 +1,286 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+// A zone with daylight saving, set before any date is made (node reads TZ when it changes).
+process.env.TZ = 'Europe/Berlin';
+
+import {
+  IColours,
+  IFigureArgs,
+  MIN_SPAN_MS,
+  axisTime,
+  bucketMs,
+  hoverText,
+  figure,
+  fromLocal,
+  toLocal,
+  xRange,
+  yScale
+} from '../../labextension/src/figure';
+import { ISeries } from '../../labextension/src/history';
+import { strfmt } from './fixtures';
+
+const MiB = 1024 ** 2;
+const GiB = 1024 ** 3;
+const T0 = new Date(2025, 10, 21, 10, 0, 0).getTime();
+const seconds = (n: number, from = 0) =>
+  Array.from({ length: n }, (_, i) => T0 + (from + i) * 1000);
+
+test('a 20-second ramp gets the x range of its data, at least two minutes, not the 15-minute window', () => {
+  const t = seconds(21);
+  assert.deepEqual(xRange(t, 900_000), [T0, T0 + MIN_SPAN_MS]);
+  assert.equal(MIN_SPAN_MS, 120_000);
+  // Five minutes of data: exactly their span.
+  assert.deepEqual(xRange(seconds(301), 900_000), [T0, T0 + 300_000]);
+  // More than the window (the history keeps a little slack): the last window.
+  const long = seconds(1000);
+  assert.deepEqual(xRange(long, 900_000), [T0 + 99_000, T0 + 999_000]);
+  // A one-minute window is never exceeded.
+  assert.deepEqual(xRange(t, 60_000), [T0, T0 + 60_000]);
+});
+
+test('buckets come from a short ladder, so they stay put while the range grows', () => {
+  assert.equal(bucketMs(120_000, 200), 1000);
+  assert.equal(bucketMs(3_600_000, 200), 30_000);
+  assert.equal(bucketMs(3_601_000, 200), 30_000);
+  assert.equal(bucketMs(900_000, 500), 2000);
+  assert.equal(bucketMs(86_400_000, 200), 600_000);
+});
+
+const series = (own: number[], budget: number[], others: number[] = []) => ({
+  own,
+  framework: own.map(() => NaN),
+  others: others.length ? others : own.map(() => NaN),
+  total: own.map(() => 40 * GiB),
+  budget
+});
+
+test("y reaches the larger of this kernel's peak and its budget, never the device total", () => {
+  // A 2 GiB kernel with a 4 GiB budget on a 40 GiB GPU: the budget sets the scale.
+  const small = yScale(series([GiB, 2 * GiB], [4 * GiB, 4 * GiB]));
+  assert.equal(small.unit, 'GiB');
+  assert.ok(small.top >= 4 * GiB && small.top <= 5 * GiB, `${small.top}`);
+  assert.ok((2 * GiB) / small.top >= 0.4); // the kernel fills a good part of the height
+  // Over budget: the kernel's peak sets it.
+  const over = yScale(series([6 * GiB], [4 * GiB]));
+  assert.ok(over.top >= 6 * GiB && over.top <= 8 * GiB, `${over.top}`);
+  // No budget: the kernel's own peak.
+  const alone = yScale(series([3 * GiB, NaN], [NaN, NaN]));
+  assert.ok(alone.top >= 3 * GiB && alone.top <= 4 * GiB, `${alone.top}`);
+});
+
+test('round ticks from zero, in MiB below a GiB', () => {
+  const scale = yScale(series([300 * MiB], [512 * MiB]));
+  assert.equal(scale.unit, 'MiB');
+  assert.deepEqual(
+    scale.ticks.map(v => v / MiB),
+    [0, 200, 400, 600]
+  );
+  const big = yScale(series([21 * GiB], [20 * GiB]));
+  assert.deepEqual(
+    big.ticks.map(v => v / GiB),
+    [0, 5, 10, 15, 20, 25]
+  );
+});
+
+test('a kernel that holds nothing and has no budget scales to the others; nothing at all: 256 MiB', () => {
+  const idle = yScale(series([0, 0], [NaN, NaN], [12 * GiB, 12 * GiB]));
+  assert.ok(idle.top >= 12 * GiB && idle.top <= 15 * GiB, `${idle.top}`);
+  const empty = yScale(series([NaN], [NaN], [NaN]));
+  assert.equal(empty.top, 300 * MiB);
+});
+
+const trans = { __: strfmt };
+
+const COLOURS: IColours = {
+  own: '#1976d2',
+  framework: '#f57c00',
+  others: '#9e9e9e',
+  budget: '#d32f2f',
+  total: '#616161',
+  text: '#616161',
+  grid: '#e0e0e0',
+  background: '#ffffff',
+  font: 'sans-serif'
+};
+
+/** `n` samples a second: this kernel as `own(i)` bytes, a 4 GiB budget, 1 GiB of others, 40 GiB total. */
+function history(n: number, own: (i: number) => number): ISeries {
+  const t = seconds(n);
+  return {
+    t,
+    own: t.map((_, i) => own(i)),
+    framework: t.map(() => NaN),
+    others: t.map(() => GiB),
+    total: t.map(() => 40 * GiB),
+    budget: t.map(() => 4 * GiB),
+    marks: []
+  };
+}
+
+const args = (series: ISeries, more: Partial<IFigureArgs> = {}) => ({
+  series,
+  windowMs: 3_600_000,
+  framework: null,
+  width: 250,
+  height: 180,
+  colours: COLOURS,
+  range: null,
+  ...more
+});
+
+const names = (fig: ReturnType<typeof figure>) =>
+  fig.data.map(d => (d as { name?: string }).name);
+
+test('the figure has a line per figure the kernel sends, this kernel filled and drawn on top', () => {
+  const fig = figure(args(history(60, i => i * 50 * MiB)), trans);
+  // The device total (40 GiB) is far above a 4 GiB budget: a note, not a line; no framework figures.
+  assert.deepEqual(names(fig), ['others', 'budget', 'this kernel']);
+  const own = fig.data[2] as { fill: string; y: (number | null)[] };
+  assert.equal(own.fill, 'tozeroy');
+  assert.equal(own.y[59], (59 * 50) / 1024);
+  assert.deepEqual(
+    fig.layout.annotations!.map(a => a.text),
+    ['GiB', 'device total 40.0 GiB ↑']
+  );
+  // Legend order is the user's reading order, not the drawing order.
+  const ranks = fig.data.map(d => (d as { legendrank: number }).legendrank);
+  assert.deepEqual(ranks, [2, 3, 0]);
+  assert.equal(fig.layout.hovermode, 'x unified');
+  assert.equal(fig.layout.uirevision, 'gpumem');
+  assert.equal(fig.layout.yaxis!.fixedrange, true); // zoom and pan are on time only
+});
+
+test('a device total within the scale is a line, and the framework has its own', () => {
+  const s = history(60, () => 3 * GiB);
+  s.total = s.total.map(() => 4.2 * GiB);
+  s.framework = s.own.map(v => v - 512 * MiB);
+  const fig = figure(args(s, { framework: 'PyTorch' }), trans);
+  assert.deepEqual(names(fig), [
+    'device total',
+    'others',
+    'budget',
+    'PyTorch in use',
+    'this kernel'
+  ]);
+  assert.deepEqual(
+    fig.layout.annotations!.map(a => a.text),
+    ['GiB']
+  );
+});
+
+test("the lines in legend order and their names are the ones the kernel's plotly figure has", () => {
+  // The contract with jupyter_gpumem/render/figure.py: tests/fixtures/chart/traces.json.
+  const pinned = JSON.parse(
+    readFileSync(
+      join(process.cwd(), 'tests', 'fixtures', 'chart', 'traces.json'),
+      'utf8'
+    )
+  ) as { framework: string; traces: [string, string][] };
+  const s = history(60, () => 3 * GiB);
+  s.total = s.total.map(() => 4.2 * GiB);
+  s.framework = s.own.map(v => v - 512 * MiB);
+  const fig = figure(args(s, { framework: pinned.framework }), trans);
+  const lines = fig.data as { uid: string; name: string; legendrank: number }[];
+  const inLegend = [...lines]
+    .sort((a, b) => a.legendrank - b.legendrank)
+    .map(t => [t.uid, t.name]);
+  assert.deepEqual(inLegend, pinned.traces);
+});
+
+test('N/A is a gap in the line, never 0', () => {
+  const s = history(5, i => (i === 2 ? NaN : GiB));
+  const own = figure(args(s), trans).data.at(-1) as { y: (number | null)[] };
+  assert.deepEqual(own.y, [1, 1, null, 1, 1]);
+});
+
+test('the scales: x spans the data (two minutes at least), y the larger of peak and budget', () => {
+  const fig = figure(args(history(21, i => i * 300 * MiB)), trans);
+  assert.equal(fig.x1 - fig.x0, MIN_SPAN_MS);
+  assert.deepEqual(fig.layout.xaxis!.range, [
+    toLocal(T0),
+    toLocal(T0 + MIN_SPAN_MS)
+  ]);
+  assert.ok(fig.yTop >= 6000 * MiB && fig.yTop <= 8 * GiB, `${fig.yTop}`);
+  assert.equal(fig.layout.yaxis!.range![1], fig.yTop / GiB);
+  assert.equal(fig.layout.xaxis!.hoverformat, '%H:%M:%S'); // the hover's time to the second
+});
+
+test('one point per pixel column over an hour, the peaks kept', () => {
+  const spike = 1800;
+  const s = history(3600, i => (i >= spike && i < spike + 3 ? 3 * GiB : GiB));
+  const own = figure(args(s), trans).data.at(-1) as { y: number[] };
+  assert.ok(own.y.length <= 250, `${own.y.length}`);
+  assert.equal(Math.max(...own.y), 3); // a 3-second spike survives the decimation
+});
+
+test("a zoom on the user's range draws it at full resolution, the y scale unchanged", () => {
+  const s = history(3600, i => (i >= 1800 && i < 1803 ? 3 * GiB : GiB));
+  const live = figure(args(s), trans);
+  const range: [number, number] = [T0 + 1_790_000, T0 + 1_820_000];
+  const zoomed = figure(args(s, { range }), trans);
+  assert.deepEqual([zoomed.x0, zoomed.x1], range);
+  assert.equal(zoomed.yTop, live.yTop);
+  const own = zoomed.data.at(-1) as { x: number[]; y: number[] };
+  const inView = own.x.filter(
+    x => x >= toLocal(range[0]) && x <= toLocal(range[1])
+  );
+  assert.equal(inView.length, 31); // every second of the 30
+  assert.deepEqual(own.y.filter(v => v === 3).length, 3);
+});
+
+test('one mark per over-budget episode in view, its reason in the hover', () => {
+  const s = history(60, i => (i > 30 ? 5 * GiB : GiB));
+  s.marks = [
+    { t: T0 + 31_000, ownBytes: 5 * GiB, reason: 'CUDA context' },
+    { t: T0 - 7_200_000, ownBytes: 5 * GiB, reason: 'long ago' }
+  ];
+  const fig = figure(args(s), trans);
+  const marks = fig.data.at(-1) as {
+    x: number[];
+    hovertext: string[];
+    showlegend: boolean;
+  };
+  assert.deepEqual(marks.x, [toLocal(T0 + 31_000)]);
+  // Cut to lines that fit the 250 px chart.
+  assert.deepEqual(marks.hovertext, [
+    'Over budget from 10:00:31: CUDA<br>context'
+  ]);
+  assert.equal(marks.showlegend, false);
+});
+
+test("the kernel's text in a hover is cut at spaces into lines that fit, and never read as tags", () => {
+  assert.equal(hoverText('a bb ccc dddd', 6), 'a bb<br>ccc<br>dddd');
+  assert.equal(
+    hoverText('averyveryverylongword x', 6),
+    'averyveryverylongword<br>x'
+  );
+  assert.equal(
+    hoverText('process <img src=x> & co', 40),
+    'process &lt;img src=x&gt; &amp; co'
+  );
+});
+
+test('hour ticks stay on the hour across a daylight-saving change', () => {
+  // Berlin, 26 October 2025: 03:00 summer time becomes 02:00 winter time.
+  const before = new Date(2025, 9, 26, 1, 0, 0).getTime();
+  const after = new Date(2025, 9, 26, 4, 0, 0).getTime();
+  assert.equal(after - before, 4 * 3_600_000); // an hour longer than the clock says
+  for (const t of [before, after]) {
+    assert.equal(toLocal(t) % 3_600_000, 0, new Date(t).toString());
+    assert.equal(fromLocal(toLocal(t)), t);
+  }
+});
+
+test("plotly's range ends are read back as the axis's time", () => {
+  assert.equal(
+    axisTime('2025-10-26 04:00:12.3456'),
+    Date.UTC(2025, 9, 26, 4, 0, 12, 346)
+  );
+  assert.equal(axisTime('2025-10-26'), Date.UTC(2025, 9, 26));
+  assert.equal(axisTime(1234), 1234);
+  assert.ok(Number.isNaN(axisTime('soon')));
+  assert.ok(Number.isNaN(axisTime(undefined)));
+});
