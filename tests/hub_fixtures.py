@@ -335,6 +335,10 @@ c.JupyterHub.db_url = "sqlite:///{base}/hub.sqlite"
 c.JupyterHub.cookie_secret_file = "{base}/cookie_secret"
 c.JupyterHub.pid_file = "{base}/hub.pid"
 c.JupyterHub.cleanup_servers = True
+# Pages of one user: the service must follow the hub's pagination to see both users (a hub of a thousand
+# users has pages of 200 by default, and a list asked for without pagination stops at the first page).
+c.JupyterHub.api_page_max_limit = 1
+c.JupyterHub.api_page_default_limit = 1
 c.JupyterHub.authenticator_class = "dummy"
 c.DummyAuthenticator.password = "gpumem-test-password"
 c.Authenticator.allow_all = True

@@ -44,5 +44,5 @@ def summary(rows: list[Row], gpus: list[Gpu]) -> dict[str, Any]:
         "servers": {state: list(servers.values()).count(state) for state in ("answering", "unreadable", "not_answering")},
         "over_budget": {"count": len(over), "top": [_kernel(r) for r in over[:TOP]]},
         "idle_holding": {"count": len(idle), "top": [_kernel(r) for r in idle[:TOP]]},
-        "users": {"count": len(users), "top": [{"user": u, "used_bytes": b} for u, b in users[: TOP * 2] if b > 0]},
+        "users": {"count": len(users), "top": [{"user": u, "used_bytes": b} for u, b in users[:TOP] if b > 0]},
     }
