@@ -80,7 +80,10 @@ def main() -> None:
     )
     if polls:
         durations = sorted(p["duration_s"] for p in polls)
-        print(f"polls seen {len(polls)}: duration median {durations[len(durations) // 2]:.2f} s, max {durations[-1]:.2f} s")
+        print(
+            f"polls seen {len(polls)}: duration median {durations[len(durations) // 2]:.2f} s, "
+            f"max {durations[-1]:.2f} s"
+        )
     print(f"service CPU {cpu:.1f} s over {lists} polls: {cpu / lists:.2f} s per poll")
     print(f"requests to servers (through the proxy): {asked / window:.0f} per s")
     print(f"page {len(page) / 1e3:.0f} KB, JSON {len(rows) / 1e3:.0f} KB, metrics {len(metrics) / 1e3:.0f} KB "

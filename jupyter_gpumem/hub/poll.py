@@ -18,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlparse
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
@@ -83,6 +85,7 @@ class Poller:
         concurrency: int = 64,
         max_body_bytes: int = 4 * 2**20,
         max_requests_per_s: float = 200.0,
+        file_sd: Path | None = None,
     ):
         self.api_url = api_url.rstrip("/")
         self.proxy_url = proxy_url.rstrip("/")
@@ -99,9 +102,13 @@ class Poller:
         # A few connections beyond the slots, so that tornado's own queue (whose wait counts against a
         # request's timeout) is never used.
         self.client = AsyncHTTPClient(
-            force_instance=True, max_clients=concurrency + 4, max_body_size=max_body_bytes, max_buffer_size=max_body_bytes
+            force_instance=True,
+            max_clients=concurrency + 4,
+            max_body_size=max_body_bytes,
+            max_buffer_size=max_body_bytes,
         )
         self.max_body_bytes = max_body_bytes
+        self.file_sd = file_sd
 
     def period_s(self, servers: int) -> float:
         return max(self.interval_s, servers / self.max_requests_per_s if self.max_requests_per_s > 0 else 0.0)
@@ -109,7 +116,7 @@ class Poller:
     async def _get(self, url: str, timeout_s: float, accept: str = "application/json") -> Any:
         """The JSON at ``url``; ``_TooLarge`` when the answer says or proves it is over ``max_body_bytes``
         (the client closes the connection without reading it: tornado calls that a closed stream)."""
-        length, chunks = [0], []
+        length, chunks = [0], list[bytes]()
 
         def header(line: str) -> None:
             name, _, value = line.partition(":")
@@ -194,6 +201,8 @@ class Poller:
     async def poll(self) -> None:
         start, cpu, now = time.monotonic(), time.process_time(), time.time()
         listed = await self.servers()
+        if self.file_sd is not None:
+            write_targets(self.file_sd, self.proxy_url, listed)
         period = self.period_s(len(listed))
         keys = {(user, name): url for user, name, url in listed}
         for gone in set(self._servers) - set(keys):
@@ -236,3 +245,24 @@ def _why(error: HTTPClientError, deadline_s: float) -> str:
     if error.code == 599 and "timeout" in str(error).lower():
         return f"no answer within {deadline_s:g} s"
     return f"{error.code} {error.message or ''}".strip()
+
+
+def write_targets(path: Path, proxy_url: str, listed: list[tuple[str, str, str]]) -> None:
+    """Prometheus's file_sd targets for every ready server, through the proxy as the service reads them
+    (prometheus/prometheus.yml). Written whole and renamed into place: Prometheus never reads half a file."""
+    proxy = urlparse(proxy_url)
+    targets = [
+        {
+            "targets": [proxy.netloc],
+            "labels": {
+                "__scheme__": proxy.scheme,
+                "__metrics_path__": f"{proxy.path.rstrip('/')}{url.rstrip('/')}/metrics",
+                "user": user,
+                "server": name,
+            },
+        }
+        for user, name, url in listed
+    ]
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(targets, indent=1))
+    os.replace(partial, path)

@@ -66,7 +66,9 @@ _NAME = re.compile(r"[^\x00-\x1f\x7f<>]{1,128}")
 def _values_problem(body: Body) -> str | None:
     """What the schema admits but no server could mean, as a phrase naming the field; None: all plausible."""
     if len(body["kernels"]) > MAX_KERNELS or len(body["gpus"]) > MAX_GPUS:
-        return f"it lists {len(body['kernels'])} kernels and {len(body['gpus'])} GPUs (at most {MAX_KERNELS}, {MAX_GPUS})"
+        return (
+            f"it lists {len(body['kernels'])} kernels and {len(body['gpus'])} GPUs (at most {MAX_KERNELS}, {MAX_GPUS})"
+        )
     sizes: list[tuple[str, Any]] = []
     for i, gpu in enumerate(body["gpus"]):
         where = f"gpus[{i}]"
@@ -85,10 +87,13 @@ def _values_problem(body: Body) -> str | None:
         if last is not None and not (math.isfinite(last) and last >= 0):
             return f"{where}.last_activity is not a time"
         sizes.append((f"{where}.ceiling.max_limit_bytes", kernel["ceiling"]["max_limit_bytes"]))
-        for j, gpu in enumerate(kernel["gpus"]):
-            if not _ID.fullmatch(gpu["uuid"]):
+        for j, on in enumerate(kernel["gpus"]):
+            if not _ID.fullmatch(on["uuid"]):
                 return f"{where}.gpus[{j}].uuid is not a GPU's UUID"
-            sizes += [(f"{where}.gpus[{j}].{f}", gpu[f]) for f in ("used_bytes", "budget_bytes")]  # type: ignore[literal-required]
+            sizes += [
+                (f"{where}.gpus[{j}].used_bytes", on["used_bytes"]),
+                (f"{where}.gpus[{j}].budget_bytes", on["budget_bytes"]),
+            ]
     for field, value in sizes:
         if value is not None and value > MAX_BYTES:
             return f"{field} is {value} bytes, more than any GPU holds"

@@ -29,7 +29,7 @@ from tornado import web
 
 from jupyter_gpumem.hub.poll import Poller
 from jupyter_gpumem.hub.rows import Row
-from jupyter_gpumem.hub.summary import summary
+from jupyter_gpumem.hub.summary import summary, texts
 
 log = logging.getLogger("jupyter_gpumem.hub")
 
@@ -107,7 +107,7 @@ PAGE = (Path(__file__).parent / "page.html").read_bytes()
 
 def render_rows(poller: Poller) -> bytes:
     """The page's JSON: the poll, the summary, every row."""
-    rows = [{f: getattr(r, f) for f in Row.__dataclass_fields__} for r in poller.rows]
+    rows = [{**{f: getattr(r, f) for f in Row.__dataclass_fields__}, **texts(r)} for r in poller.rows]
     return json.dumps(
         {
             "t": poller.t,
@@ -203,6 +203,7 @@ async def main() -> None:
         concurrency=int(_setting("CONCURRENCY", 64)),
         max_body_bytes=int(_setting("MAX_BODY_BYTES", 4 * 2**20)),
         max_requests_per_s=_setting("MAX_REQUESTS_PER_S", 200.0),
+        file_sd=Path(env["JUPYTER_GPUMEM_HUB_FILE_SD"]) if env.get("JUPYTER_GPUMEM_HUB_FILE_SD") else None,
     )
     prefix = env.get("JUPYTERHUB_SERVICE_PREFIX", "/services/gpumem/")
     bind = urlparse(env.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))

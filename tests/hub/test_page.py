@@ -14,7 +14,7 @@ from hub_fixtures import Fleet, running_fleet
 from playwright.sync_api import Browser, Page, sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
-from labserver import launch_chromium  # noqa: E402  (tests/ui/: how the project starts chromium)
+from labserver import launch_chromium
 
 pytestmark = pytest.mark.browser
 USERS = 250
@@ -51,7 +51,9 @@ def open_page(browser: Browser, fleet: Fleet, dark: bool) -> Page:
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_the_summary_comes_first_and_fits_on_one_screen(browser: Browser, fleet: Fleet, dark: bool, tmp_path: Path) -> None:
+def test_the_summary_comes_first_and_fits_on_one_screen(
+    browser: Browser, fleet: Fleet, dark: bool, tmp_path: Path
+) -> None:
     page = open_page(browser, fleet, dark)
     titles = page.locator("#summary h2").all_text_contents()
     assert titles == ["GPUs", "Kernels over budget", "Idle kernels holding memory", "Users by memory held"]
@@ -71,10 +73,10 @@ def test_the_filter_and_the_sort_work_on_every_row(browser: Browser, fleet: Flee
     page.fill("#filter", "")
     used = "() => [...document.querySelectorAll('tbody tr')].map(r => r.children[4].textContent)"
     largest = page.evaluate(used)  # the page opens sorted by memory, largest first
-    assert len(largest) >= USERS and largest[0] == "3.0 GiB", largest[:5]
+    assert len(largest) >= USERS and largest[0] == "3072 MiB", largest[:5]
     page.locator("th", has_text="Used").click()  # again: smallest first, the unknown before 0
     smallest = page.evaluate(used)
-    assert smallest[0] == "" and "0 MiB" in smallest and smallest[-1] == "3.0 GiB", smallest[:5]
+    assert smallest[0] == "" and "0 MiB" in smallest and smallest[-1] == "3072 MiB", smallest[:5]
     assert page.locator("th", has_text="Used").get_attribute("aria-sort") == "ascending"
     page.context.close()
 
