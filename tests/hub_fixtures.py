@@ -335,6 +335,10 @@ c.JupyterHub.db_url = "sqlite:///{base}/hub.sqlite"
 c.JupyterHub.cookie_secret_file = "{base}/cookie_secret"
 c.JupyterHub.pid_file = "{base}/hub.pid"
 c.JupyterHub.cleanup_servers = True
+# Pages of one user: the service must follow the hub's pagination to see both users (a hub of a thousand
+# users has pages of 200 by default, and a list asked for without pagination stops at the first page).
+c.JupyterHub.api_page_max_limit = 1
+c.JupyterHub.api_page_default_limit = 1
 c.JupyterHub.authenticator_class = "dummy"
 c.DummyAuthenticator.password = "gpumem-test-password"
 c.Authenticator.allow_all = True
@@ -448,3 +452,91 @@ def _ready(hub: Hub, process: subprocess.Popen[bytes], timeout: float) -> bool:
             pass
         time.sleep(0.3)
     return False
+
+
+FLEET = Path(__file__).resolve().parent / "hub" / "fleet.py"
+
+
+@dataclass
+class Fleet:
+    """The simulated fleet (tests/hub/fleet.py) and the hub service in front of it."""
+
+    url: str  # the fleet: the hub's API and, as through the proxy, every user's server
+    service: str  # the service's prefix URL, ending in /
+    process: subprocess.Popen[bytes]
+
+    def stats(self) -> dict[str, int]:
+        return dict(json.loads(http(f"{self.url}/fleet/stats")[1]))
+
+    def rows(self) -> dict[str, Any]:
+        from fleet import ADMIN_TOKEN  # tests/hub/ is on the path where this is used
+
+        status, data = http(f"{self.service}api/rows", ADMIN_TOKEN)
+        assert status == 200, (status, data[:300])
+        return dict(json.loads(data))
+
+
+def _start(command: list[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    with log_path.open("w") as log:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+
+def _wait_http(
+    url: str, process: subprocess.Popen[bytes], log_path: Path, token: str | None = None, timeout: float = 60
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{url} did not start:\n{log_path.read_text()[-3000:]}")
+        with suppress(OSError):
+            if http(url, token)[0] == 200:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer in {timeout} s:\n{log_path.read_text()[-3000:]}")
+
+
+@contextmanager
+def running_fleet(
+    base: Path, servers: int, faults: str, service_env: dict[str, str] | None = None, slow_s: float = 12.0
+) -> Iterator[Fleet]:
+    """The fleet, then ``python -m jupyter_gpumem.hub`` with the environment JupyterHub gives a managed service
+    (its API token, the hub's API URL, its own URL and prefix) plus ``service_env``; both stopped at the end."""
+    from fleet import ADMIN_TOKEN
+
+    base.mkdir(parents=True, exist_ok=True)
+    fleet_port, service_port = free_port(), free_port()
+    env = clean_environment()
+    fleet_log = base / "fleet.log"
+    fleet = _start(
+        [sys.executable, str(FLEET), f"--port={fleet_port}", f"--servers={servers}", f"--faults={faults}",
+         f"--slow-s={slow_s}"],
+        fleet_log,
+        env,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{fleet_port}"
+    try:
+        _wait_http(f"{url}/fleet/stats", fleet, fleet_log)
+        prefix = "/services/gpumem/"
+        env.update(
+            {
+                "JUPYTERHUB_API_TOKEN": ADMIN_TOKEN,
+                "JUPYTERHUB_API_URL": f"{url}/hub/api",
+                "JUPYTERHUB_SERVICE_NAME": "gpumem",
+                "JUPYTERHUB_SERVICE_URL": f"http://127.0.0.1:{service_port}",
+                "JUPYTERHUB_SERVICE_PREFIX": prefix,
+                "JUPYTERHUB_CLIENT_ID": "service-gpumem",
+                "JUPYTERHUB_BASE_URL": "/",
+                "JUPYTER_GPUMEM_HUB_PROXY_URL": url,
+                **(service_env or {}),
+            }
+        )
+        service_log = base / "service.log"
+        service = _start([sys.executable, "-m", "jupyter_gpumem.hub"], service_log, env)
+        try:
+            page = f"http://127.0.0.1:{service_port}{prefix}"
+            _wait_http(page + "metrics", service, service_log, ADMIN_TOKEN)
+            yield Fleet(url, page, service)
+        finally:
+            stop(service)
+    finally:
+        stop(fleet)

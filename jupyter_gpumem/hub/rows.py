@@ -1,15 +1,19 @@
 """One row per user, server, kernel and GPU, made from a single-user server's ``/api/gpumem/v1`` body.
 
 Plain immutable data: the page and the metrics render these rows, they never re-read the servers' bodies.
-A body is another process's word: one that is not valid (wire/schemas/api.v1.json) becomes that server's
-row with the reason, and the other servers' rows stand.
+A body is another process's word, and a user can change their server's code: one that is not valid
+(wire/schemas/api.v1.json), or whose values the schema admits but no GPU could have (a size beyond any GPU's,
+an id that is not an id), becomes that server's row with the reason, and the other servers' rows stand.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import cast
+from typing import Any, cast
 
 from jupyter_gpumem.wire.api import BODY, Body
 
@@ -34,11 +38,83 @@ class Row:
     execution_state: str | None  # the server's view: idle | busy | starting ...
     idle_s: float | None  # seconds since the kernel's last activity, while idle; None: busy or not known
     problem: str | None = None
+    # When the server stopped answering; its rows are then the last ones it gave (``problem`` says why).
+    stale_since: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    """A GPU as a server sees it; servers on one node see the same GPU (the same UUID)."""
+
+    uuid: str
+    index: int
+    name: str | None
+    lost: bool
+    total_bytes: int | None
+    used_bytes: int | None
+
+
+# Beyond what any GPU holds (the largest have ~0.2 TiB): a size above this is a server's mistake or a lie.
+MAX_BYTES = 2**44
+MAX_KERNELS = 1000  # per server: the page and the metrics stay bounded whatever one body says
+MAX_GPUS = 64
+# Kernel ids are UUIDs, GPU UUIDs "GPU-<uuid>" or "MIG-<uuid>": printable ASCII without markup, bounded.
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,95}")
+_NAME = re.compile(r"[^\x00-\x1f\x7f<>]{1,128}")
+
+
+def _values_problem(body: Body) -> str | None:
+    """What the schema admits but no server could mean, as a phrase naming the field; None: all plausible."""
+    if len(body["kernels"]) > MAX_KERNELS or len(body["gpus"]) > MAX_GPUS:
+        return (
+            f"it lists {len(body['kernels'])} kernels and {len(body['gpus'])} GPUs (at most {MAX_KERNELS}, {MAX_GPUS})"
+        )
+    sizes: list[tuple[str, Any]] = []
+    for i, gpu in enumerate(body["gpus"]):
+        where = f"gpus[{i}]"
+        if gpu["uuid"] is not None and not _ID.fullmatch(gpu["uuid"]):
+            return f"{where}.uuid is not a GPU's UUID"
+        if gpu["name"] is not None and not _NAME.fullmatch(gpu["name"]):
+            return f"{where}.name is not a GPU's name"
+        sizes += [(f"{where}.total_bytes", gpu["total_bytes"]), (f"{where}.used_bytes", gpu["used_bytes"])]
+    for i, kernel in enumerate(body["kernels"]):
+        where = f"kernels[{i}]"
+        if not _ID.fullmatch(kernel["id"]):
+            return f"{where}.id is not a kernel id"
+        if len(kernel["gpus"]) > MAX_GPUS:
+            return f"{where} is on {len(kernel['gpus'])} GPUs (at most {MAX_GPUS})"
+        last = kernel["last_activity"]
+        if last is not None and not (math.isfinite(last) and last >= 0):
+            return f"{where}.last_activity is not a time"
+        sizes.append((f"{where}.ceiling.max_limit_bytes", kernel["ceiling"]["max_limit_bytes"]))
+        for j, on in enumerate(kernel["gpus"]):
+            if not _ID.fullmatch(on["uuid"]):
+                return f"{where}.gpus[{j}].uuid is not a GPU's UUID"
+            sizes += [
+                (f"{where}.gpus[{j}].used_bytes", on["used_bytes"]),
+                (f"{where}.gpus[{j}].budget_bytes", on["budget_bytes"]),
+            ]
+    for field, value in sizes:
+        if value is not None and value > MAX_BYTES:
+            return f"{field} is {value} bytes, more than any GPU holds"
+    return None
+
+
+def gpus_of_server(data: object) -> list[Gpu]:
+    """The GPUs of a body ``rows_of_server`` found valid (it checks first); the lost and the unnamed included."""
+    body = cast(Body, data)
+    return [
+        Gpu(g["uuid"], g["index"], g["name"], g["lost"], g["total_bytes"], g["used_bytes"])
+        for g in body["gpus"]
+        if g["uuid"] is not None  # a GPU with no UUID cannot be told from the same GPU seen by another server
+    ]
 
 
 def rows_of_server(user: str, server: str, data: object, now: float) -> list[Row]:
     """The rows of one server's reading. A kernel on no GPU still has one row (no GPU figures)."""
     problem = BODY.problem(data)
+    if problem is None:
+        problem = _values_problem(cast(Body, data))
     BODY.tell(f"{user}'s server {server!r}", problem, log)
     if problem is not None:
         return [unreadable(user, server, f"its /api/gpumem/v1 body is not valid: {problem}")]
@@ -86,3 +162,8 @@ def rows_of_server(user: str, server: str, data: object, now: float) -> list[Row
 
 def unreadable(user: str, server: str, problem: str) -> Row:
     return Row(user, server, None, None, None, None, None, None, None, None, None, None, False, None, None, problem)
+
+
+def valid(rows: Iterable[Row]) -> bool:
+    """Whether these rows are a server's reading (not the one row saying it could not be read)."""
+    return all(r.problem is None for r in rows)

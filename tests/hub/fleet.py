@@ -1,0 +1,240 @@
+"""A simulated hub fleet on 127.0.0.1, one process, one port: JupyterHub's REST API as the service uses it
+(``/hub/api/users`` with JupyterHub's own pagination, ``/hub/api/user`` for tokens) and, behind the same port as
+behind configurable-http-proxy, every user's single-user server: ``/user/<name>/api/gpumem/v1`` and
+``/user/<name>/metrics``.
+
+    python tests/hub/fleet.py --port 8000 --servers 1000 --faults hung=30,slow=10,404=5,502=5,malformed=5
+
+Each user's kind is ``kinds(...)``'s, the same list the tests and benchmarks/hub_scale.py compute from the same
+arguments: ``healthy``; ``hung`` (never answers); ``slow`` (answers after ``--slow-s``); ``404`` (jupyter-gpumem
+not installed); ``502`` (the proxy cannot reach it); ``malformed`` (``kernels`` not a list); ``huge`` (a body of
+8 MiB); ``absurd`` (a valid body with a size of 2**62 bytes and a kernel id with markup); ``stops`` (answers once,
+then hangs). ``GET /fleet/stats``:
+requests served so far, by kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from tornado import web
+
+API = Path(__file__).resolve().parents[1] / "fixtures" / "api" / "body.json"
+KINDS = ("hung", "slow", "404", "502", "malformed", "huge", "absurd", "stops")
+GiB = 2**30
+MAX_PAGE = 200  # JupyterHub's api_page_max_limit: a list asked for without pagination stops there
+ADMIN_TOKEN = "gpumem-fleet-admin"
+USERS_PER_NODE = 16  # users on one node share its GPUs (the same UUIDs)
+
+
+def kinds(servers: int, faults: dict[str, int], seed: int = 25) -> list[tuple[str, str]]:
+    """(user, kind) for every server: the faults spread among the healthy ones, the same for the same arguments."""
+    bad = [kind for kind, count in faults.items() for _ in range(count)]
+    every = bad + ["healthy"] * (servers - len(bad))
+    random.Random(seed).shuffle(every)
+    return [(f"u{i:05d}", kind) for i, kind in enumerate(every)]
+
+
+def parse_faults(text: str) -> dict[str, int]:
+    faults = {k: int(v) for k, v in (part.split("=") for part in text.split(",") if part)}
+    unknown = set(faults) - set(KINDS)
+    if unknown:
+        raise SystemExit(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
+    return faults
+
+
+def body(index: int, now: float) -> dict[str, Any]:
+    """A valid /api/gpumem/v1 body: one kernel on one of its node's GPUs, its memory and idle time varied."""
+    data = json.loads(API.read_text())
+    node = index // USERS_PER_NODE
+    for gpu in data["gpus"]:
+        gpu["uuid"] = f"GPU-node{node:04d}-{gpu['index']}"
+    kernel = data["kernels"][0]
+    gpu = kernel["gpus"][0]
+    gpu["uuid"] = data["gpus"][gpu["index"]]["uuid"]
+    gpu["used_bytes"] = (index % 7) * GiB // 2
+    gpu["budget_bytes"] = 2 * GiB
+    gpu["over_budget"] = gpu["used_bytes"] > gpu["budget_bytes"]
+    kernel["id"] = f"kernel-{index:05d}"
+    kernel["execution_state"] = "idle" if index % 3 else "busy"
+    kernel["last_activity"] = now - 60 * (index % 120)
+    data["kernels"] = [kernel]
+    data["t"] = now
+    return data
+
+
+def metrics(index: int, now: float) -> bytes:
+    """The server extension's metrics for ``body(index)``: the families the hub's Prometheus rules read."""
+    data = body(index, now)
+    registry = CollectorRegistry(auto_describe=False)
+    families: list[GaugeMetricFamily] = []
+
+    def family(name: str, labels: list[str]) -> GaugeMetricFamily:
+        families.append(GaugeMetricFamily(name, name, labels=labels))
+        return families[-1]
+
+    stamp = family("jupyter_gpumem_read_timestamp_seconds", [])
+    stamp.add_metric([], now)
+    lost, total, used = (family(f"jupyter_gpumem_gpu_{n}", ["gpu_uuid", "gpu_index"]) for n in GPU_FAMILIES)
+    for gpu in data["gpus"]:
+        labels = [gpu["uuid"], str(gpu["index"])]
+        lost.add_metric(labels, 0)
+        total.add_metric(labels, gpu["total_bytes"])
+        used.add_metric(labels, gpu["used_bytes"])
+    reporting = family("jupyter_gpumem_kernel_reporting", ["kernel_id"])
+    k_used, k_budget, k_over = (
+        family(f"jupyter_gpumem_kernel_{n}", ["kernel_id", "gpu_uuid", "gpu_index"]) for n in KERNEL_FAMILIES
+    )
+    for kernel in data["kernels"]:
+        reporting.add_metric([kernel["id"]], int(kernel["status"] == "reporting"))
+        for gpu in kernel["gpus"]:
+            labels = [kernel["id"], gpu["uuid"], str(gpu["index"])]
+            k_used.add_metric(labels, gpu["used_bytes"])
+            k_budget.add_metric(labels, gpu["budget_bytes"])
+            k_over.add_metric(labels, int(gpu["over_budget"]))
+
+    class _All:
+        def collect(self) -> list[GaugeMetricFamily]:
+            return families
+
+    registry.register(_All())  # type: ignore[arg-type]
+    return generate_latest(registry)
+
+
+GPU_FAMILIES = ("lost", "memory_total_bytes", "memory_used_bytes")
+KERNEL_FAMILIES = ("memory_used_bytes", "budget_bytes", "over_budget")
+
+
+class Fleet:
+    def __init__(self, servers: list[tuple[str, str]], slow_s: float):
+        self.servers = servers
+        self.kind = dict(servers)
+        self.index = {name: i for i, (name, _) in enumerate(servers)}
+        self.slow_s = slow_s
+        self.stats: Counter[str] = Counter()
+
+
+class Users(web.RequestHandler):
+    def initialize(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+
+    def get(self) -> None:
+        """As JupyterHub 5/6: without the pagination media type, at most MAX_PAGE users and no word of the rest."""
+        models = [
+            {"name": name, "kind": "user", "servers": {"": {"name": "", "ready": True, "url": f"/user/{name}/"}}}
+            for name, _ in self.fleet.servers
+        ]
+        offset = int(self.get_argument("offset", "0"))
+        self.fleet.stats["hub_api" if offset == 0 else "hub_api_page"] += 1  # hub_api: one per poll
+        limit = min(int(self.get_argument("limit", str(MAX_PAGE))), MAX_PAGE)
+        page = models[offset : offset + limit]
+        if "application/jupyterhub-pagination+json" not in self.request.headers.get("Accept", ""):
+            self.finish(json.dumps(page))
+            return
+        after = offset + limit
+        more = {"offset": after, "limit": limit, "url": f"{self.request.protocol}://{self.request.host}"}
+        more["url"] += f"/hub/api/users?{urlencode({'state': 'ready', 'offset': after, 'limit': limit})}"
+        pagination = {"offset": offset, "limit": limit, "total": len(models), "next": None}
+        if after < len(models):
+            pagination["next"] = more
+        self.finish(json.dumps({"items": page, "_pagination": pagination}))
+
+
+class TokenOwner(web.RequestHandler):
+    """``GET /hub/api/user``: who a token is, as HubAuth asks it. Only the fleet's admin token is known."""
+
+    def get(self) -> None:
+        if self.request.headers.get("Authorization", "").split()[-1:] != [ADMIN_TOKEN]:
+            raise web.HTTPError(403)
+        self.finish({"kind": "service", "name": "fleet-admin", "scopes": ["admin-ui", "read:metrics"]})
+
+
+class Server(web.RequestHandler):
+    def initialize(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+
+    async def get(self, user: str, what: str) -> None:
+        kind = self.fleet.kind.get(user)
+        if kind is None:
+            raise web.HTTPError(404)
+        self.fleet.stats[kind] += 1
+        index = self.fleet.index[user]
+        if kind == "stops" and what != "metrics":
+            kind = "hung" if self.fleet.stats[f"stops:{user}"] else "healthy"
+            self.fleet.stats[f"stops:{user}"] += 1
+        if kind == "hung":
+            self.closed = asyncio.Event()
+            await self.closed.wait()  # until the client gives up; no answer, ever
+            return
+        if kind == "slow":
+            await asyncio.sleep(self.fleet.slow_s)
+        if kind in ("404", "502"):
+            raise web.HTTPError(int(kind))
+        if what == "metrics":
+            self.set_header("Content-Type", "text/plain; version=0.0.4")
+            self.finish(metrics(index, time.time()))
+            return
+        data = body(index, time.time())
+        if kind == "malformed":
+            data["kernels"] = {"not": "a list"}
+        elif kind == "huge":
+            data["padding"] = "x" * (8 * 2**20)
+        elif kind == "absurd":
+            data["kernels"][0]["gpus"][0]["used_bytes"] = 2**62
+            data["kernels"][0]["id"] = "<img src=x onerror=alert(1)>" * 20
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(data))
+
+    def on_connection_close(self) -> None:
+        closed = getattr(self, "closed", None)
+        if closed is not None:
+            closed.set()
+
+
+class Stats(web.RequestHandler):
+    def initialize(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+
+    def get(self) -> None:
+        self.finish(dict(self.fleet.stats))
+
+
+async def serve(port: int, servers: list[tuple[str, str]], slow_s: float) -> None:
+    fleet = Fleet(servers, slow_s)
+    app = web.Application(
+        [
+            (r"/hub/api/users", Users, {"fleet": fleet}),
+            (r"/hub/api/user", TokenOwner),
+            (r"/user/([^/]+)/(api/gpumem/v1|metrics)", Server, {"fleet": fleet}),
+            (r"/fleet/stats", Stats, {"fleet": fleet}),
+        ]
+    )
+    app.listen(port, "127.0.0.1", backlog=4096)
+    print("ready", flush=True)
+    await asyncio.Event().wait()
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--servers", type=int, required=True)
+    parser.add_argument("--faults", default="")
+    parser.add_argument("--slow-s", type=float, default=12.0)
+    parser.add_argument("--seed", type=int, default=25)
+    args = parser.parse_args(argv)
+    asyncio.run(serve(args.port, kinds(args.servers, parse_faults(args.faults), args.seed), args.slow_s))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

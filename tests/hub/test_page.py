@@ -1,0 +1,91 @@
+"""The admin page at 250 users in Debian's chromium: the summary first, a filter, a sortable table updated in
+place from the service's JSON (no reload), light and dark. The service runs in front of the simulated fleet
+(tests/hub/fleet.py); screenshots are left in the test's directory (page-light.png, page-dark.png)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fleet import ADMIN_TOKEN
+from hub_fixtures import Fleet, running_fleet
+from playwright.sync_api import Browser, Page, sync_playwright
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
+from labserver import launch_chromium
+
+pytestmark = pytest.mark.browser
+USERS = 250
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    env = {"JUPYTER_GPUMEM_HUB_INTERVAL_S": "1", "JUPYTER_GPUMEM_HUB_DEADLINE_S": "0.5"}
+    faults = "hung=3,404=2,malformed=2,stops=2"
+    with running_fleet(tmp_path_factory.mktemp("page"), USERS, faults, env) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def open_page(browser: Browser, fleet: Fleet, dark: bool) -> Page:
+    context = browser.new_context(
+        viewport={"width": 1440, "height": 900},
+        color_scheme="dark" if dark else "light",
+        extra_http_headers={"Authorization": f"token {ADMIN_TOKEN}"},
+    )
+    page = context.new_page()
+    page.goto(fleet.service)
+    page.wait_for_function("() => document.querySelectorAll('tbody tr').length > 0", timeout=30_000)
+    return page
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_the_summary_comes_first_and_fits_on_one_screen(
+    browser: Browser, fleet: Fleet, dark: bool, tmp_path: Path
+) -> None:
+    page = open_page(browser, fleet, dark)
+    titles = page.locator("#summary h2").all_text_contents()
+    assert titles == ["GPUs", "Kernels over budget", "Idle kernels holding memory", "Users by memory held"]
+    assert page.evaluate("() => document.getElementById('summary').getBoundingClientRect().bottom") < 900
+    assert page.locator("#summary .big").nth(3).text_content() == f"{USERS} users"
+    background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    assert (background == "rgb(17, 17, 17)") == dark, background
+    page.screenshot(path=str(tmp_path / f"page-{'dark' if dark else 'light'}.png"))
+    page.context.close()
+
+
+def test_the_filter_and_the_sort_work_on_every_row(browser: Browser, fleet: Fleet) -> None:
+    page = open_page(browser, fleet, dark=False)
+    page.fill("#filter", "u00012")
+    users = page.locator("tbody tr td:first-child").all_text_contents()
+    assert users and set(users) == {"u00012"}
+    page.fill("#filter", "")
+    used = "() => [...document.querySelectorAll('tbody tr')].map(r => r.children[4].textContent)"
+    largest = page.evaluate(used)  # the page opens sorted by memory, largest first
+    assert len(largest) >= USERS and largest[0] == "3072 MiB", largest[:5]
+    page.locator("th", has_text="Used").click()  # again: smallest first, the unknown before 0
+    smallest = page.evaluate(used)
+    assert smallest[0] == "" and "0 MiB" in smallest and smallest[-1] == "3072 MiB", smallest[:5]
+    assert page.locator("th", has_text="Used").get_attribute("aria-sort") == "ascending"
+    page.context.close()
+
+
+def test_the_table_is_updated_in_place_without_reloading_the_page(browser: Browser, fleet: Fleet) -> None:
+    page = open_page(browser, fleet, dark=False)
+    page.evaluate("() => { window.sameDocument = true; }")
+    first = page.text_content("#state")
+    page.wait_for_function("first => document.getElementById('state').textContent !== first", arg=first, timeout=15_000)
+    assert page.evaluate("() => window.sameDocument === true")  # a reload would have dropped it
+    assert page.locator("tr.stale").count() >= 2  # the servers that answered once, then hung: kept, marked
+    page.context.close()
