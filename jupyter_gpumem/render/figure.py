@@ -10,6 +10,7 @@ are pinned for both by tests/fixtures/chart/traces.json. plotly is imported only
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -33,12 +34,12 @@ class Trace(NamedTuple):
     width: float
 
 
-TRACES = (  # the legend's order, chart.ts's
-    Trace("own", "#1976d2", "solid", 2.5),
-    Trace("framework", "#00897b", "solid", 1.5),
-    Trace("others", "#9e9e9e", "solid", 1.0),
+TRACES = (  # the legend's order and the line styles of the live chart (labextension/src/figure.ts)
+    Trace("own", "#1976d2", "solid", 2.0),
+    Trace("framework", "#00897b", "dot", 1.5),
+    Trace("others", "#9e9e9e", "solid", 1.5),
     Trace("budget", "#d32f2f", "dash", 1.5),
-    Trace("total", "#757575", "dot", 1.0),
+    Trace("total", "#757575", "solid", 1.0),
 )
 MUTED = "#808080"  # text and grid on a transparent background: readable in light and dark themes
 CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"], "responsive": True}
@@ -89,7 +90,7 @@ def figure(samples: Iterable[Mapping[str, Any]], gpu: int | str | None = None, w
             name="over budget",
             mode="markers",
             marker={"symbol": "triangle-down", "size": 11, "color": TRACES[3].colour},
-            hovertext=[viewtext.mark_title(m.t, m.reason) for m in marks],
+            hovertext=[_plain(viewtext.mark_title(m.t, m.reason)) for m in marks],
             hoverinfo="text",
             showlegend=False,
         )
@@ -134,7 +135,7 @@ def _empty(latest: Mapping[str, Any] | None, gpus: list[Mapping[str, Any]], gpu:
 
 
 def _layout(gpu: Mapping[str, Any] | None) -> dict[str, Any]:
-    title = "" if gpu is None else f"GPU {gpu['index']} · {printable(gpu.get('name') or 'unknown GPU')}"
+    title = "" if gpu is None else f"GPU {gpu['index']} · {_plain(printable(gpu.get('name') or 'unknown GPU'))}"
     grid = "rgba(128,128,128,0.25)"
     return {
         "title": {"text": f"{title} — this kernel's GPU memory" if title else "", "font": {"size": 13}, "x": 0},
@@ -150,8 +151,14 @@ def _layout(gpu: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def _plain(text: str) -> str:
+    """Text from the kernel for plotly, which reads tags in titles and hovers (and follows links): escaped, so a
+    reason or a GPU name holding "<b>" or "<a href=...>" stays as written (figure.ts hoverText does the same)."""
+    return html.escape(text, quote=False)
+
+
 def _note(fig: go.Figure, text: str) -> go.Figure:
-    fig.add_annotation(text=text, xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False)
+    fig.add_annotation(text=_plain(text), xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return fig

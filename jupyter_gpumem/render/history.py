@@ -1,6 +1,6 @@
 """A kernel's figures per GPU over a window, as the chart draws them: the same series, over-budget marks,
-ranges and decimation as the sidebar's chart (labextension/src/history.ts), for the plotly figure
-(figure.py).
+ranges and decimation as the sidebar's chart (labextension/src/history.ts and figure.ts), for the plotly
+figure (figure.py).
 
 Samples arrive as the protocol encodes them (protocol.encode_sample, or figures_only in the history).
 Numbers only, NaN where a figure was N/A (a gap, never 0). Decimation keeps each bucket's largest value,
@@ -20,7 +20,7 @@ from jupyter_gpumem.units import MiB
 
 FIELDS = ("own", "framework", "others", "total", "budget")
 OVER_ENDS_BELOW = 0.95  # an over-budget episode ends below this share of the budget (history.ts, alerts.py)
-MIN_SPAN_S = 120.0  # the shortest x range: a 20-second ramp gets a sixth of the width (chart.ts)
+MIN_SPAN_S = 120.0  # the shortest x range: a 20-second ramp gets a sixth of the width (figure.ts)
 HEADROOM = 1.08
 BUCKETS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
 
@@ -97,7 +97,7 @@ def of_samples(samples: Iterable[Mapping[str, Any]]) -> History:
 
 
 def bucket_s(span_s: float, points: int) -> float:
-    """At most ``points`` buckets over ``span_s``, from a short ladder of sizes (chart.ts bucketMs)."""
+    """At most ``points`` buckets over ``span_s``, from a short ladder of sizes (figure.ts bucketMs)."""
     wanted = span_s / max(1, points)
     for size in BUCKETS_S:
         if size >= wanted:
@@ -134,7 +134,7 @@ def peak(values: Iterable[float]) -> float:
 
 def y_top(values: Mapping[str, list[float]]) -> float:
     """Up to the larger of this kernel's peak (or its framework's) and its budget, with headroom; only when
-    this kernel holds nothing and has no budget do the others set it; never the device total (chart.ts)."""
+    this kernel holds nothing and has no budget do the others set it; never the device total (figure.ts)."""
     top = max(peak(values["own"]), peak(values["framework"]), peak(values["budget"]))
     if top <= 0:
         top = peak(values["others"])

@@ -48,7 +48,7 @@ def test_the_traces_are_the_live_charts_in_its_order_and_words() -> None:
     assert names(fig) == [name for _, name in TRACES["traces"]]
     own = fig.data[0]
     assert own.line.color == "#1976d2" and own.fill == "tozeroy"
-    assert fig.data[3].line.dash == "dash" and fig.data[4].line.dash == "dot"  # the budget, the device total
+    assert [trace.line.dash for trace in fig.data] == ["solid", "dot", "solid", "dash", "solid"]  # figure.ts's
     assert fig.layout.hovermode == "x unified" and fig.layout.xaxis.hoverformat == "%H:%M:%S"
 
 
@@ -110,11 +110,15 @@ def test_with_nothing_to_draw_the_figure_says_why(samples: list[Any], gpu: int |
     assert note.text.startswith(said)
 
 
-def test_a_gpu_is_chosen_by_index_or_uuid_and_its_name_is_printable() -> None:
-    history = [sample(T0 + i, GiB, name="A10 \u202egnp") for i in range(3)]
+def test_a_gpu_is_chosen_by_index_or_uuid_and_host_strings_stay_as_written() -> None:
+    history = [
+        sample(T0 + i, int((4 + i) * GiB), name="A10 \u202e<b>gnp", over_reason="<a href=x>why</a>") for i in range(3)
+    ]
     uuid = S1["gpus"][1]["uuid"]
     assert figure(history, 1).layout.title.text == figure(history, uuid).layout.title.text
-    assert figure(history, 1).layout.title.text == "GPU 1 · A10 \\u202egnp — this kernel's GPU memory"
+    assert figure(history, 1).layout.title.text == "GPU 1 · A10 \\u202e&lt;b&gt;gnp — this kernel's GPU memory"
+    [marks] = [trace for trace in figure(history).data if trace.mode == "markers"]
+    assert marks.hovertext[0].endswith(": &lt;a href=x&gt;why&lt;/a&gt;")
 
 
 def test_the_output_bundle_is_plotlys_mimetype_with_a_quiet_mode_bar() -> None:
