@@ -124,7 +124,11 @@ class GpuMemView(anywidget.AnyWidget):
             return bundle
         sampler = self._stream.sampler
         try:
-            chart = figure.figure(sampler.history(), None if gpu is None else gpu["index"], sampler.history_s)
+            words = ([viewtext.headline(gpu, latest)[0]] if gpu is not None and latest is not None else []) + (
+                [f"stopped at {stopped}"] if stopped else []
+            )
+            index = None if gpu is None else gpu["index"]
+            chart = figure.figure(sampler.history(), index, sampler.history_s, " · ".join(words))
         except ImportError as error:
             bundle["text/html"] = snapshot_html(latest, gpu, stopped, note=str(error))
             return bundle

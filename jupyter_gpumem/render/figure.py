@@ -45,8 +45,11 @@ MUTED = "#808080"  # text and grid on a transparent background: readable in ligh
 CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"], "responsive": True}
 
 
-def figure(samples: Iterable[Mapping[str, Any]], gpu: int | str | None = None, window_s: float = 900.0) -> go.Figure:
-    """The samples' last ``window_s`` on one GPU (its index or uuid; None: the one the views show first)."""
+def figure(
+    samples: Iterable[Mapping[str, Any]], gpu: int | str | None = None, window_s: float = 900.0, subtitle: str = ""
+) -> go.Figure:
+    """The samples' last ``window_s`` on one GPU (its index or uuid; None: the one the views show first);
+    ``subtitle``: a line under the title (a stopped view's headline)."""
     try:
         import plotly.graph_objects as go
     except ImportError as error:
@@ -55,7 +58,7 @@ def figure(samples: Iterable[Mapping[str, Any]], gpu: int | str | None = None, w
     latest = kept[-1] if kept else None
     gpus = list(latest["gpus"]) if latest is not None and not latest.get("problem") else []
     chosen = _choose(gpus, gpu)
-    fig = go.Figure(layout=_layout(chosen))
+    fig = go.Figure(layout=_layout(chosen, subtitle))
     series = None if chosen is None else history.of_samples(kept).series(viewtext.gpu_key(chosen))
     if latest is None or chosen is None or chosen["lost"] or series is None or len(series.t) < 2:
         return _note(fig, _empty(latest, gpus, gpu, chosen))
@@ -80,7 +83,7 @@ def figure(samples: Iterable[Mapping[str, Any]], gpu: int | str | None = None, w
             mode="lines",
             line={"color": trace.colour, "dash": trace.dash, "width": trace.width},
             fill="tozeroy" if trace.key == "own" else None,
-            hovertemplate=f"%{{y:.2f}} {unit}<extra></extra>",
+            hovertemplate=f"{_plain(labels[trace.key])}: %{{y:.2f}} {unit}<extra></extra>",
         )
     marks = [m for m in series.marks if x0 <= m.t <= x1]
     if marks:
@@ -134,13 +137,16 @@ def _empty(latest: Mapping[str, Any] | None, gpus: list[Mapping[str, Any]], gpu:
     return "Collecting…"
 
 
-def _layout(gpu: Mapping[str, Any] | None) -> dict[str, Any]:
+def _layout(gpu: Mapping[str, Any] | None, subtitle: str) -> dict[str, Any]:
     title = "" if gpu is None else f"GPU {gpu['index']} · {_plain(printable(gpu.get('name') or 'unknown GPU'))}"
+    title = f"{title} — this kernel's GPU memory" if title else ""
+    if subtitle:
+        title = f"{title}<br><sup>{_plain(subtitle)}</sup>"
     grid = "rgba(128,128,128,0.25)"
     return {
-        "title": {"text": f"{title} — this kernel's GPU memory" if title else "", "font": {"size": 13}, "x": 0},
-        "height": 300,
-        "margin": {"l": 48, "r": 12, "t": 36, "b": 36},
+        "title": {"text": title, "font": {"size": 13}, "x": 0},
+        "height": 300 if not subtitle else 320,
+        "margin": {"l": 48, "r": 12, "t": 52 if subtitle else 36, "b": 36},
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "font": {"color": MUTED, "size": 11},

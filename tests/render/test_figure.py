@@ -121,6 +121,11 @@ def test_a_gpu_is_chosen_by_index_or_uuid_and_host_strings_stay_as_written() -> 
     assert marks.hovertext[0].endswith(": &lt;a href=x&gt;why&lt;/a&gt;")
 
 
+def test_a_subtitle_goes_under_the_title_as_written() -> None:
+    fig = figure([sample(T0 + i, GiB) for i in range(3)], subtitle="1.0 of 4.0 GiB budget <25%> · stopped at 16:00")
+    assert fig.layout.title.text.endswith("<br><sup>1.0 of 4.0 GiB budget &lt;25%&gt; · stopped at 16:00</sup>")
+
+
 def test_the_output_bundle_is_plotlys_mimetype_with_a_quiet_mode_bar() -> None:
     data = bundle(figure([sample(T0 + i, GiB) for i in range(3)]))["application/vnd.plotly.v1+json"]
     assert {"data", "layout", "config"} <= set(data) and data["config"]["displaylogo"] is False

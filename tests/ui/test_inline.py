@@ -91,16 +91,17 @@ def check_inline_view(page: Page, lab: Lab, name: str, screenshot: str) -> None:
     expect(second.locator(".jp-GpuMem-headline")).to_contain_text("5.9 of 20.0 GiB budget")
     assert chart_points(page, 1) > 2  # the second view's chart starts from the replayed history, not empty
     view.get_by_role("button", name="Stop").click()
-    still = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).locator(".jp-GpuMem-snapshot")
-    expect(still).to_contain_text("Stopped at")
-    expect(still.locator("svg.jp-GpuMem-still polyline").first).to_be_attached()
+    # Stopped, it leaves the recorded history as a plotly figure (plotly's own renderer), the headline above it.
+    still = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).locator(".jp-RenderedPlotly")
+    expect(still.locator(".gtitle")).to_contain_text("5.9 of 20.0 GiB budget (29%, not in force) · stopped at")
+    expect(still.locator(".legendtext").first).to_have_text("this kernel")
     expect(page.locator(".jp-GpuMem-inline")).to_have_count(1)
     cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(4)  # busy again: 8000 MiB
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
     live = page.locator(".jp-GpuMem-inline .jp-GpuMem-headline")
     expect(live).to_contain_text("7.8 of 20.0 GiB budget", timeout=8_000)
-    expect(still.locator(".jp-GpuMem-headline")).to_contain_text("5.9 of 20.0 GiB budget")  # it stays still
+    expect(still.locator(".gtitle")).to_contain_text("5.9 of 20.0 GiB budget")  # it stays still
 
 
 def test_inline_view_in_jupyterlab_with_the_labextension(page: Page, lab: Lab) -> None:
@@ -132,3 +133,30 @@ def test_rich_status_is_a_table_with_this_kernel_marked_and_the_hostile_name_as_
     expect(page.locator(".jp-GpuMem-output .jp-GpuMem-memory").first).to_have_text(
         "memory 16500 MiB used of 40960 MiB (40.0 GiB) (40%) · 24460 MiB free · utilisation 71%"
     )
+
+
+def test_a_stopped_views_chart_stays_interactive_after_its_kernel_is_gone(page: Page, lab: Lab) -> None:
+    lab.set_scenario((SCENARIOS / "sidebar.scenario").read_text())
+    cells = [
+        BUDGET,
+        "import jupyter_gpumem, time\nview = jupyter_gpumem.show()\ndisplay(view)\ntime.sleep(4)\nview.close()",
+    ]
+    open_notebook(page, lab, "stopped.ipynb", cells)
+    run_cell(page, 0)
+    run_cell(page, 1, timeout_ms=20_000)
+    expect(page.locator(".jp-RenderedPlotly")).to_have_count(1)
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.shutdown()")
+    page.goto(lab.notebook_url("stopped.ipynb"))  # opened again: the kernel that drew it is gone
+    plot = page.locator(".jp-RenderedPlotly")
+    expect(plot).to_be_visible(timeout=30_000)
+    # plotly's renderer shows the picture it saved in the notebook first, then the live figure under the pointer.
+    plot.hover()
+    expect(plot.locator(".legendtext")).to_have_text(["this kernel", "others", "budget"], timeout=20_000)
+    box = plot.locator(".nsewdrag").first.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] * 0.02, box["y"] + box["height"] / 2)  # the seconds it ran: at the left
+    expect(plot.locator(".hoverlayer")).to_contain_text(re.compile(r"\d\d:\d\d:\d\d"))  # unified hover, to the second
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).screenshot(path=ARTIFACTS / "inline-view-stopped.png")
