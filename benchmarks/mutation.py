@@ -60,6 +60,29 @@ _AT_IMPORT = (
 )
 _ANY_CASE = "policy.parse_value reads on, off and none in any case"
 
+_TRAIT_ERROR = (
+    "the trait's own error is never shown: any exception refuses the value with the sentence from FORMS, and "
+    "Float and Int read obj only for that error"
+)
+_EVERY_APPLICATION = "every traitlets Application has it, so the default is never taken"
+_JSON_LOADER = "IPython's applications read JSON with traitlets' own JSONFileConfigLoader, the default here"
+_UNREAD_SETTING = (
+    "an unreadable file's setting is never read: fields() raises before it and privacy_level() looks at the kind"
+)
+_FALL_THROUGH = "'configuration' is the kind shown() and origin() fall through to: they test only for the others"
+_SECTION_ONCE = (
+    "a section names each setting once and is read once, at construction: nothing refused there is kept later"
+)
+_CAPITALISED = (
+    "traitlets' Config holds only a Config under a capitalised name, so isinstance(value, Config) decides alone "
+    "unless a file assigns Config() to a lowercase name"
+)
+_RESOLVED_TWICE = (
+    "the name matters only for a lazy value (.append()), which _given_in() and fields() both resolve: either alone "
+    "does it"
+)
+_NO_ORIGIN = "an origin is read only for a cap that is set (Ceiling.origin): an unset cap's is never shown"
+
 # (module, function, change) -> why the mutant changes nothing a user or a caller can tell. Module as given on
 # the command line, function as Class.method; change as "before -> after" (the changed lines, stripped) for
 # one mutant, "before" alone for every mutant of that source, or "*" for every mutant of the function.
@@ -81,6 +104,143 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'text = ",".join(str(item).strip() for item in value) or "none" -> '
         'text = ",".join(str(item).strip() for item in value) or "NONE"',
     ): _ANY_CASE,
+    **{
+        ("budget/config", f"{trait}.validate", change): _TRAIT_ERROR
+        for trait in ("_Number", "_Whole")
+        for change in (
+            "self.error(obj, value)",
+            "return super().validate(obj, value) -> return super().validate(None, value)",
+        )
+    },
+    (
+        "budget/config",
+        "_Setting.default_value_repr",
+        "return f\"os.environ.get({environment_variable(self.name or '')!r}, '')\" -> "
+        "return f\"os.environ.get({environment_variable(self.name or 'XXXX')!r}, '')\"",
+    ): "a trait in a class body always has its name",
+    **{
+        (
+            "budget/config",
+            "GpumemConfig._find_my_config",
+            f"if name[:1].isupper() or isinstance(value, Config): -> {after}",
+        ): _CAPITALISED
+        for after in (
+            "if name[:1].isupper() and isinstance(value, Config):",
+            "if name[:2].isupper() or isinstance(value, Config):",
+        )
+    },
+    (
+        "budget/config",
+        "GpumemConfig._find_my_config",
+        "kept[name] = value  # a subsection, not a setting of ours -> "
+        "kept[name] = None  # a subsection, not a setting of ours",
+    ): "GpumemConfig has no child configurables: traitlets' _load_config skips a capitalised subsection unread",
+    ("budget/config", "GpumemConfig._find_my_config", "self.refused.pop(name, None) -> self.refused.pop(None, None)"): (
+        _SECTION_ONCE
+    ),
+    (
+        "budget/config",
+        "GpumemConfig._find_my_config",
+        "self._refused_ceilings.pop(name, None) -> self._refused_ceilings.pop(None, None)",
+    ): _SECTION_ONCE,
+    **{
+        ("budget/config", "GpumemConfig.ceiling", f'{cap}_origin={source}.origin() if {source} else "",'): _NO_ORIGIN
+        for cap, source in (("max_fraction", "fraction_from"), ("max_limit", "limit_from"))
+    },
+    **{
+        (
+            "budget/config",
+            "GpumemConfig.ceilings_given",
+            f'for path in getattr(application, "loaded_config_files", []): -> {after}',
+        ): _EVERY_APPLICATION
+        for after in (
+            'for path in getattr(application, "loaded_config_files", None):',
+            'for path in getattr(application, "loaded_config_files", ):',
+        )
+    },
+    (
+        "budget/config",
+        "GpumemConfig.ceilings_given",
+        'cli = getattr(application, "cli_config", None) or Config() -> '
+        'cli = getattr(application, "cli_config", ) or Config()',
+    ): _EVERY_APPLICATION,
+    **{
+        (
+            "budget/config",
+            "GpumemConfig.ceilings_given",
+            'given.append(_Given("", loaded, "unreadable", path))  # ceiling() says so -> '
+            f'given.append(_Given({setting}, loaded, "unreadable", path))  # ceiling() says so',
+        ): _UNREAD_SETTING
+        for setting in ("None", '"XXXX"')
+    },
+    **{
+        (
+            "budget/config",
+            "GpumemConfig.ceilings_given",
+            f'given.append(_Given(setting, value, "configuration")) -> given.append(_Given(setting, value, {kind}))',
+        ): _FALL_THROUGH
+        for kind in ("None", '"XXconfigurationXX"', '"CONFIGURATION"')
+    },
+    (
+        "budget/config",
+        "GpumemConfig._given_in",
+        'def _given_in(self, config: Config, settings: tuple[str, ...], kind: str, where: str = "") -> list[_Given]: '
+        '-> def _given_in(self, config: Config, settings: tuple[str, ...], kind: str, where: str = "XXXX") -> '
+        "list[_Given]:",
+    ): "where is read only for the kind 'file', whose caller always gives the path",
+    **{
+        (
+            "budget/config",
+            "_load_file",
+            'loader_class = getattr(application, "json_config_loader_class", JSONFileConfigLoader) -> '
+            f"loader_class = {after}",
+        ): _JSON_LOADER
+        for after in (
+            'getattr(None, "json_config_loader_class", JSONFileConfigLoader)',
+            'getattr(application, "XXjson_config_loader_classXX", JSONFileConfigLoader)',
+            'getattr(application, "JSON_CONFIG_LOADER_CLASS", JSONFileConfigLoader)',
+        )
+    },
+    **{
+        (
+            "budget/config",
+            "_load_file",
+            f'loader_class = getattr(application, "{kind}_config_loader_class", {loader}) -> '
+            f'loader_class = getattr(application, "{kind}_config_loader_class", {after})',
+        ): _EVERY_APPLICATION
+        for kind, loader in (("json", "JSONFileConfigLoader"), ("python", "PyFileConfigLoader"))
+        for after in ("None", "")
+    },
+    **{
+        (
+            "budget/config",
+            "_load_file",
+            "loaded = loader_class(name, path=directory, log=log).load_config() -> "
+            f"loaded = loader_class(name, path=directory, {after}).load_config()",
+        ): "the loader logs only its own debug lines, never a ceiling"
+        for after in ("log=None", "")
+    },
+    (
+        "budget/config",
+        "GpumemConfig._given_in",
+        "value = _validated(self, traits[setting], setting, value) -> "
+        "value = _validated(self, traits[setting], None, value)",
+    ): _RESOLVED_TWICE,
+    (
+        "budget/config",
+        "_Given.fields",
+        "value = _validated(owner, trait, self.setting, self.value) -> "
+        "value = _validated(owner, trait, None, self.value)",
+    ): _RESOLVED_TWICE,
+    ("budget/config", "_same", "return False -> return True"): (
+        "reached only by a value whose == raises, which no configuration file, command line or %config holds"
+    ),
+    **{
+        ("budget/config", "_unknown", f"close = get_close_matches(name, SETTINGS, n=1) -> {after}"): (
+            "the hint names close[0], the best match whatever n (get_close_matches sorts by score)"
+        )
+        for after in ("close = get_close_matches(name, SETTINGS, )", "close = get_close_matches(name, SETTINGS, n=2)")
+    },
     ("budget/reading", "Reading.own", 'allocator=self.allocators.get(device.uuid or ""),'): _UUIDLESS,
     (
         "budget/reading",
