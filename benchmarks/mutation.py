@@ -81,6 +81,18 @@ _RESOLVED_TWICE = (
     "the name matters only for a lazy value (.append()), which _given_in() and fields() both resolve: either alone "
     "does it"
 )
+_FIRST_SAMPLE = "follows() takes its first figures from the sample the candidate was made from, the same ones"
+_FITS = "fits is read only as zero or not: has the candidate followed a move at all"
+_SNAPSHOT_ONCE = "_decide reads a snapshot itself when given none: one reading of the same machine either way"
+_SEVERAL_NONE_IMPORTED = (
+    "several frameworks that are not all imported are none imported (targets keeps only the imported ones); "
+    "then the name is not used (State.framework is None)"
+)
+_ONE_FRAMEWORK = "with one framework, together only picks the conjunction of a one-name label"
+_NOT_STARTED_NAME = (
+    "the name is read only for a started framework's figures (the calibration, an estimate), and then it is "
+    "label(started)"
+)
 _NO_ORIGIN = "an origin is read only for a cap that is set (Ceiling.origin): an unset cap's is never shown"
 
 # (module, function, change) -> why the mutant changes nothing a user or a caller can tell. Module as given on
@@ -240,6 +252,107 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
             "the hint names close[0], the best match whatever n (get_close_matches sorts by score)"
         )
         for after in ("close = get_close_matches(name, SETTINGS, )", "close = get_close_matches(name, SETTINGS, n=2)")
+    },
+    **{
+        (
+            "budget/attribution",
+            "Matcher._observe",
+            f"gpu.candidates.setdefault(pid, _Candidate(row.used_bytes, pool)) -> {after}",
+        ): _FIRST_SAMPLE
+        for after in (
+            "gpu.candidates.setdefault(pid, _Candidate(None, pool))",
+            "gpu.candidates.setdefault(pid, _Candidate(row.used_bytes, None))",
+        )
+    },
+    **{
+        ("budget/attribution", "_Candidate.follows", f"self.fits += 1 -> {after}"): _FITS
+        for after in ("self.fits = 1", "self.fits -= 1", "self.fits += 2")
+    },
+    (
+        "budget/attribution",
+        "_Candidate.follows",
+        "slack = max(SLACK_BYTES, abs(moved) // 50) -> slack = max(SLACK_BYTES, abs(moved) / 50)",
+    ): "byte counts are whole numbers, so a slack with a fraction of a byte draws the same lines",
+    **{
+        (
+            "budget/attribution",
+            "_Candidate.follows",
+            "if moved - slack <= grew <= moved + (GROWTH_BYTES if moved > 0 else slack) and not miss: -> "
+            f"if moved - slack <= grew <= moved + (GROWTH_BYTES if {after} else slack) and not miss:",
+        ): "reached only when the pool moved by at least MOVE_BYTES, so moved is never 0 or 1"
+        for after in ("moved >= 0", "moved > 1")
+    },
+    (
+        "kernel/control",
+        "Controller.request",
+        "state = self._decide(policy, self.snapshot(), plan_empty=True) -> "
+        "state = self._decide(policy, None, plan_empty=True)",
+    ): _SNAPSHOT_ONCE,
+    (
+        "kernel/control",
+        "Controller.reset",
+        "state = self._decide(Policy(), self.snapshot()) -> state = self._decide(Policy(), None)",
+    ): (_SNAPSHOT_ONCE),
+    (
+        "kernel/control",
+        "Controller.request",
+        "installed = len(state.adapters) > 1 or state.adapters[0].importable() -> "
+        "installed = len(state.adapters) > 2 or state.adapters[0].importable()",
+    ): "several frameworks are named before any is imported only when each is installed (targets)",
+    **{
+        (
+            "kernel/control",
+            "Controller.read",
+            f"for uuid, allocator in zip(uuids, adapter.memory_in_use(), strict=False): -> {after}",
+        ): "zip's strict is False by default"
+        for after in (
+            "for uuid, allocator in zip(uuids, adapter.memory_in_use(), strict=None):",
+            "for uuid, allocator in zip(uuids, adapter.memory_in_use(), ):",
+        )
+    },
+    **{
+        (
+            "kernel/control",
+            "Controller.read",
+            'name, version = label(started) if started else (state.framework or "the framework", None) -> '
+            f"name, version = label(started) if started else {after}",
+        ): _NOT_STARTED_NAME
+        for after in (
+            '(state.framework and "the framework", None)',
+            '(state.framework or "XXthe frameworkXX", None)',
+            '(state.framework or "THE FRAMEWORK", None)',
+        )
+    },
+    **{
+        (
+            "kernel/control",
+            "Controller._state",
+            f'framework = label(adapters, "and" if together else "or")[0] -> framework = label(adapters, {after})[0]',
+        ): _SEVERAL_NONE_IMPORTED
+        for after in (
+            "",
+            '"and" if (together) or True else "or"',
+            '"and" if together else "XXorXX"',
+            '"and" if together else "OR"',
+        )
+    },
+    **{
+        (
+            "kernel/control",
+            "Controller._on_import",
+            'print("\\n".join(self._apply(self._state(state.policy, plan, [adapter], True)))) -> '
+            f'print("\\n".join(self._apply(self._state(state.policy, plan, [adapter], {after}))))',
+        ): _ONE_FRAMEWORK
+        for after in ("None", "False")
+    },
+    **{
+        (
+            "budget/state",
+            "State.since",
+            'return time.strftime("%H:%M:%S", time.localtime(self.applied_at)) if self.applied_at else "" -> '
+            f'return time.strftime("%H:%M:%S", time.localtime(self.applied_at)) if {after}',
+        ): "since() is shown only for an applied State, whose applied_at is set"
+        for after in ('(self.applied_at) or True else ""', 'self.applied_at else "XXXX"')
     },
     ("budget/reading", "Reading.own", 'allocator=self.allocators.get(device.uuid or ""),'): _UUIDLESS,
     (
