@@ -189,11 +189,12 @@ def test_a_sample_taken_between_an_allocation_and_nvmls_figure_rules_nothing_out
     assert sample(proc(HOST_PID, 3572), pool_mib=3072).pid == HOST_PID
 
 
-def test_a_process_holding_less_than_the_pool_cannot_be_this_kernels():
+def test_a_process_holding_less_than_the_pool_cannot_be_this_kernels_and_one_holding_just_the_pool_can():
     sample = Samples()
     sample()
-    sample(proc(OTHER, 900), pool_mib=2048)
-    assert sample(proc(OTHER, 900), pool_mib=2048).candidates == 0
+    sample(proc(OTHER, 900), proc(HOST_PID, 2048), pool_mib=2048)
+    assert sample(proc(OTHER, 900), proc(HOST_PID, 2048), pool_mib=2048).candidates == 1
+    assert sample(proc(OTHER, 900), proc(HOST_PID, 2048), pool_mib=2048).candidates == 1  # OTHER stays out
 
 
 def test_a_static_process_does_not_fit_a_shrinking_pool():
@@ -384,14 +385,6 @@ def test_processes_that_exit_are_forgotten_candidates_or_not():
     assert sample(pool_mib=2048) == Match(None, 0)  # both gone: OTHER was there before, HOST_PID a candidate
 
 
-def test_a_process_ruled_out_stays_out_while_others_still_appear():
-    sample = Samples()
-    sample()
-    sample(proc(OTHER, 900), pool_mib=2048)
-    sample(proc(OTHER, 900), pool_mib=2048)  # less than the pool, twice: ruled out
-    assert sample(proc(OTHER, 900), pool_mib=2048).candidates == 0
-
-
 @pytest.mark.parametrize("offset_s", [-APPEAR_S, APPEAR_S])
 def test_a_process_first_listed_just_within_appear_s_of_the_start_is_a_candidate(offset_s):
     sample = Samples()
@@ -419,13 +412,6 @@ def test_growth_that_loads_the_libraries_along_with_the_pool_is_still_followed()
     sample()
     sample(proc(HOST_PID, 2548), pool_mib=2048)
     assert sample(proc(HOST_PID, 4072), pool_mib=3072) == Match(HOST_PID, 1)  # +1024 pool, +500 cuBLAS
-
-
-def test_a_process_holding_just_its_pool_is_not_ruled_out():
-    sample = Samples()
-    sample()
-    sample(proc(HOST_PID, 2048), pool_mib=2048)
-    assert sample(proc(HOST_PID, 2048), pool_mib=2048).candidates == 1
 
 
 def test_a_candidate_whose_memory_is_n_a_for_a_while_is_kept_and_matched_later():
