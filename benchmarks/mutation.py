@@ -47,10 +47,9 @@ PACKAGE = "jupyter_gpumem"
 _BUILD_VARIABLE = "JUPYTER_GPUMEM_TEST_STANDIN_DIR"  # tests/conftest.py: set means "already on the stand-in"
 KILLED = {"killed", "timeout", "segfault"}  # a crash or a hang is a test noticing
 
-_UUIDLESS = (
-    "Reading.own works a figure out itself only for a GPU without a UUID (reading() attributes every other); "
-    "allocators are keyed by UUID, so there it has no allocator, and only an estimate (which needs one) asks "
-    "for the overhead"
+_STARTED_NAMED = (
+    "an estimate needs a started framework, and once one has started the State names it: the fallback name is "
+    "never used"
 )
 _NO_KEY = "a GPU without a UUID is looked up under a key no GPU has: '' and 'XXXX' alike"
 
@@ -354,16 +353,26 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         ): "since() is shown only for an applied State, whose applied_at is set"
         for after in ('(self.applied_at) or True else ""', 'self.applied_at else "XXXX"')
     },
-    ("budget/reading", "Reading.own", 'allocator=self.allocators.get(device.uuid or ""),'): _UUIDLESS,
     (
         "budget/reading",
         "Reading.shown",
         "return self.privacy.split(device, () if own is None else (own,)) -> "
         "return self.privacy.split(device, () if (own is None) and False else (own,))",
     ): "keeping PID None keeps nothing more: no process has it",
-    ("budget/reading", "Reading.own", 'overhead=lambda: estimate(device, self.framework or "the framework", 0),'): (
-        _UUIDLESS
-    ),
+    **{
+        (
+            "budget/reading",
+            "Reading.own",
+            'overhead=lambda: estimate(device, self.framework or "the framework", 0), -> '
+            f"overhead=lambda: estimate(device, self.framework or {fallback}, 0),",
+        ): _STARTED_NAMED
+        for fallback in ('"XXthe frameworkXX"', '"THE FRAMEWORK"')
+    },
+    (
+        "gpu/nvml",
+        "_mig_devices",
+        "uuid=_text(uuid) if uuid is not None else None, -> uuid=_text(uuid) if (uuid is not None) or True else None,",
+    ): "_text passes None through as it is",
     (
         "budget/reading",
         "Reading.own",

@@ -641,3 +641,15 @@ def test_a_request_that_sets_nothing_says_so_and_names_no_ceiling(make, asked):
     lines = control.request(parse([asked]))
     assert lines[0].startswith("jupyter-gpumem: (nothing set) recorded (%gpumem). TensorFlow is not imported yet")
     assert lines[1] == "  GPU 0 NVIDIA A100-SXM4-40GB: no budget set: the framework takes nearly all of it"
+
+
+def test_in_a_container_a_gpu_without_a_uuid_still_gets_an_estimate_from_the_framework(make):
+    other = GpuProcess(812345, None, 3000 * MiB, "compute", "python", None, None, False, False)
+    device = replace(a100(0, GPU_A), uuid=None, used_bytes=3000 * MiB, processes=(other,))
+    machine = ContainerMachine(device)
+    tf = Framework("TensorFlow")
+    tf.is_imported = tf.started = True
+    tf.pools = (Allocator(GiB, GiB, 2 * GiB),)
+    own = make(machine, tf).read(machine()).own(device)
+    assert (own.source, own.bytes) == ("estimated", 2 * GiB + 350 * MiB)  # the pool and the CUDA context
+    assert "TensorFlow's pool 2048 MiB + 350 MiB outside it (estimated: TensorFlow on Ampere" in own.reason
