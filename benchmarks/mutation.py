@@ -47,10 +47,9 @@ PACKAGE = "jupyter_gpumem"
 _BUILD_VARIABLE = "JUPYTER_GPUMEM_TEST_STANDIN_DIR"  # tests/conftest.py: set means "already on the stand-in"
 KILLED = {"killed", "timeout", "segfault"}  # a crash or a hang is a test noticing
 
-_UUIDLESS = (
-    "Reading.own works a figure out itself only for a GPU without a UUID (reading() attributes every other); "
-    "allocators are keyed by UUID, so there it has no allocator, and only an estimate (which needs one) asks "
-    "for the overhead"
+_STARTED_NAMED = (
+    "an estimate needs a started framework, and once one has started the State names it: the fallback name is "
+    "never used"
 )
 _NO_KEY = "a GPU without a UUID is looked up under a key no GPU has: '' and 'XXXX' alike"
 
@@ -59,6 +58,41 @@ _AT_IMPORT = (
     "before the mutant is chosen: out of this tool's reach, not equivalent; the forms tests cover the traits"
 )
 _ANY_CASE = "policy.parse_value reads on, off and none in any case"
+
+_TRAIT_ERROR = (
+    "the trait's own error is never shown: any exception refuses the value with the sentence from FORMS, and "
+    "Float and Int read obj only for that error"
+)
+_EVERY_APPLICATION = "every traitlets Application has it, so the default is never taken"
+_JSON_LOADER = "IPython's applications read JSON with traitlets' own JSONFileConfigLoader, the default here"
+_UNREAD_SETTING = (
+    "an unreadable file's setting is never read: fields() raises before it and privacy_level() looks at the kind"
+)
+_FALL_THROUGH = "'configuration' is the kind shown() and origin() fall through to: they test only for the others"
+_SECTION_ONCE = (
+    "a section names each setting once and is read once, at construction: nothing refused there is kept later"
+)
+_CAPITALISED = (
+    "traitlets' Config holds only a Config under a capitalised name, so isinstance(value, Config) decides alone "
+    "unless a file assigns Config() to a lowercase name"
+)
+_RESOLVED_TWICE = (
+    "the name matters only for a lazy value (.append()), which _given_in() and fields() both resolve: either alone "
+    "does it"
+)
+_FIRST_SAMPLE = "follows() takes its first figures from the sample the candidate was made from, the same ones"
+_FITS = "fits is read only as zero or not: has the candidate followed a move at all"
+_SNAPSHOT_ONCE = "_decide reads a snapshot itself when given none: one reading of the same machine either way"
+_SEVERAL_NONE_IMPORTED = (
+    "several frameworks that are not all imported are none imported (targets keeps only the imported ones); "
+    "then the name is not used (State.framework is None)"
+)
+_ONE_FRAMEWORK = "with one framework, together only picks the conjunction of a one-name label"
+_NOT_STARTED_NAME = (
+    "the name is read only for a started framework's figures (the calibration, an estimate), and then it is "
+    "label(started)"
+)
+_NO_ORIGIN = "an origin is read only for a cap that is set (Ceiling.origin): an unset cap's is never shown"
 
 # (module, function, change) -> why the mutant changes nothing a user or a caller can tell. Module as given on
 # the command line, function as Class.method; change as "before -> after" (the changed lines, stripped) for
@@ -81,16 +115,264 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'text = ",".join(str(item).strip() for item in value) or "none" -> '
         'text = ",".join(str(item).strip() for item in value) or "NONE"',
     ): _ANY_CASE,
-    ("budget/reading", "Reading.own", 'allocator=self.allocators.get(device.uuid or ""),'): _UUIDLESS,
+    **{
+        ("budget/config", f"{trait}.validate", change): _TRAIT_ERROR
+        for trait in ("_Number", "_Whole")
+        for change in (
+            "self.error(obj, value)",
+            "return super().validate(obj, value) -> return super().validate(None, value)",
+        )
+    },
+    (
+        "budget/config",
+        "_Setting.default_value_repr",
+        "return f\"os.environ.get({environment_variable(self.name or '')!r}, '')\" -> "
+        "return f\"os.environ.get({environment_variable(self.name or 'XXXX')!r}, '')\"",
+    ): "a trait in a class body always has its name",
+    **{
+        (
+            "budget/config",
+            "GpumemConfig._find_my_config",
+            f"if name[:1].isupper() or isinstance(value, Config): -> {after}",
+        ): _CAPITALISED
+        for after in (
+            "if name[:1].isupper() and isinstance(value, Config):",
+            "if name[:2].isupper() or isinstance(value, Config):",
+        )
+    },
+    (
+        "budget/config",
+        "GpumemConfig._find_my_config",
+        "kept[name] = value  # a subsection, not a setting of ours -> "
+        "kept[name] = None  # a subsection, not a setting of ours",
+    ): "GpumemConfig has no child configurables: traitlets' _load_config skips a capitalised subsection unread",
+    ("budget/config", "GpumemConfig._find_my_config", "self.refused.pop(name, None) -> self.refused.pop(None, None)"): (
+        _SECTION_ONCE
+    ),
+    (
+        "budget/config",
+        "GpumemConfig._find_my_config",
+        "self._refused_ceilings.pop(name, None) -> self._refused_ceilings.pop(None, None)",
+    ): _SECTION_ONCE,
+    **{
+        ("budget/config", "GpumemConfig.ceiling", f'{cap}_origin={source}.origin() if {source} else "",'): _NO_ORIGIN
+        for cap, source in (("max_fraction", "fraction_from"), ("max_limit", "limit_from"))
+    },
+    **{
+        (
+            "budget/config",
+            "GpumemConfig.ceilings_given",
+            f'for path in getattr(application, "loaded_config_files", []): -> {after}',
+        ): _EVERY_APPLICATION
+        for after in (
+            'for path in getattr(application, "loaded_config_files", None):',
+            'for path in getattr(application, "loaded_config_files", ):',
+        )
+    },
+    (
+        "budget/config",
+        "GpumemConfig.ceilings_given",
+        'cli = getattr(application, "cli_config", None) or Config() -> '
+        'cli = getattr(application, "cli_config", ) or Config()',
+    ): _EVERY_APPLICATION,
+    **{
+        (
+            "budget/config",
+            "GpumemConfig.ceilings_given",
+            'given.append(_Given("", loaded, "unreadable", path))  # ceiling() says so -> '
+            f'given.append(_Given({setting}, loaded, "unreadable", path))  # ceiling() says so',
+        ): _UNREAD_SETTING
+        for setting in ("None", '"XXXX"')
+    },
+    **{
+        (
+            "budget/config",
+            "GpumemConfig.ceilings_given",
+            f'given.append(_Given(setting, value, "configuration")) -> given.append(_Given(setting, value, {kind}))',
+        ): _FALL_THROUGH
+        for kind in ("None", '"XXconfigurationXX"', '"CONFIGURATION"')
+    },
+    (
+        "budget/config",
+        "GpumemConfig._given_in",
+        'def _given_in(self, config: Config, settings: tuple[str, ...], kind: str, where: str = "") -> list[_Given]: '
+        '-> def _given_in(self, config: Config, settings: tuple[str, ...], kind: str, where: str = "XXXX") -> '
+        "list[_Given]:",
+    ): "where is read only for the kind 'file', whose caller always gives the path",
+    **{
+        (
+            "budget/config",
+            "_load_file",
+            'loader_class = getattr(application, "json_config_loader_class", JSONFileConfigLoader) -> '
+            f"loader_class = {after}",
+        ): _JSON_LOADER
+        for after in (
+            'getattr(None, "json_config_loader_class", JSONFileConfigLoader)',
+            'getattr(application, "XXjson_config_loader_classXX", JSONFileConfigLoader)',
+            'getattr(application, "JSON_CONFIG_LOADER_CLASS", JSONFileConfigLoader)',
+        )
+    },
+    **{
+        (
+            "budget/config",
+            "_load_file",
+            f'loader_class = getattr(application, "{kind}_config_loader_class", {loader}) -> '
+            f'loader_class = getattr(application, "{kind}_config_loader_class", {after})',
+        ): _EVERY_APPLICATION
+        for kind, loader in (("json", "JSONFileConfigLoader"), ("python", "PyFileConfigLoader"))
+        for after in ("None", "")
+    },
+    **{
+        (
+            "budget/config",
+            "_load_file",
+            "loaded = loader_class(name, path=directory, log=log).load_config() -> "
+            f"loaded = loader_class(name, path=directory, {after}).load_config()",
+        ): "the loader logs only its own debug lines, never a ceiling"
+        for after in ("log=None", "")
+    },
+    (
+        "budget/config",
+        "GpumemConfig._given_in",
+        "value = _validated(self, traits[setting], setting, value) -> "
+        "value = _validated(self, traits[setting], None, value)",
+    ): _RESOLVED_TWICE,
+    (
+        "budget/config",
+        "_Given.fields",
+        "value = _validated(owner, trait, self.setting, self.value) -> "
+        "value = _validated(owner, trait, None, self.value)",
+    ): _RESOLVED_TWICE,
+    ("budget/config", "_same", "return False -> return True"): (
+        "reached only by a value whose == raises, which no configuration file, command line or %config holds"
+    ),
+    **{
+        ("budget/config", "_unknown", f"close = get_close_matches(name, SETTINGS, n=1) -> {after}"): (
+            "the hint names close[0], the best match whatever n (get_close_matches sorts by score)"
+        )
+        for after in ("close = get_close_matches(name, SETTINGS, )", "close = get_close_matches(name, SETTINGS, n=2)")
+    },
+    **{
+        (
+            "budget/attribution",
+            "Matcher._observe",
+            f"gpu.candidates.setdefault(pid, _Candidate(row.used_bytes, pool)) -> {after}",
+        ): _FIRST_SAMPLE
+        for after in (
+            "gpu.candidates.setdefault(pid, _Candidate(None, pool))",
+            "gpu.candidates.setdefault(pid, _Candidate(row.used_bytes, None))",
+        )
+    },
+    **{
+        ("budget/attribution", "_Candidate.follows", f"self.fits += 1 -> {after}"): _FITS
+        for after in ("self.fits = 1", "self.fits -= 1", "self.fits += 2")
+    },
+    (
+        "budget/attribution",
+        "_Candidate.follows",
+        "slack = max(SLACK_BYTES, abs(moved) // 50) -> slack = max(SLACK_BYTES, abs(moved) / 50)",
+    ): "byte counts are whole numbers, so a slack with a fraction of a byte draws the same lines",
+    **{
+        (
+            "budget/attribution",
+            "_Candidate.follows",
+            "if moved - slack <= grew <= moved + (GROWTH_BYTES if moved > 0 else slack) and not miss: -> "
+            f"if moved - slack <= grew <= moved + (GROWTH_BYTES if {after} else slack) and not miss:",
+        ): "reached only when the pool moved by at least MOVE_BYTES, so moved is never 0 or 1"
+        for after in ("moved >= 0", "moved > 1")
+    },
+    (
+        "kernel/control",
+        "Controller.request",
+        "state = self._decide(policy, self.snapshot(), plan_empty=True) -> "
+        "state = self._decide(policy, None, plan_empty=True)",
+    ): _SNAPSHOT_ONCE,
+    (
+        "kernel/control",
+        "Controller.reset",
+        "state = self._decide(Policy(), self.snapshot()) -> state = self._decide(Policy(), None)",
+    ): (_SNAPSHOT_ONCE),
+    (
+        "kernel/control",
+        "Controller.request",
+        "installed = len(state.adapters) > 1 or state.adapters[0].importable() -> "
+        "installed = len(state.adapters) > 2 or state.adapters[0].importable()",
+    ): "several frameworks are named before any is imported only when each is installed (targets)",
+    **{
+        (
+            "kernel/control",
+            "Controller.read",
+            f"for uuid, allocator in zip(uuids, adapter.memory_in_use(), strict=False): -> {after}",
+        ): "zip's strict is False by default"
+        for after in (
+            "for uuid, allocator in zip(uuids, adapter.memory_in_use(), strict=None):",
+            "for uuid, allocator in zip(uuids, adapter.memory_in_use(), ):",
+        )
+    },
+    **{
+        (
+            "kernel/control",
+            "Controller.read",
+            'name, version = label(started) if started else (state.framework or "the framework", None) -> '
+            f"name, version = label(started) if started else {after}",
+        ): _NOT_STARTED_NAME
+        for after in (
+            '(state.framework and "the framework", None)',
+            '(state.framework or "XXthe frameworkXX", None)',
+            '(state.framework or "THE FRAMEWORK", None)',
+        )
+    },
+    **{
+        (
+            "kernel/control",
+            "Controller._state",
+            f'framework = label(adapters, "and" if together else "or")[0] -> framework = label(adapters, {after})[0]',
+        ): _SEVERAL_NONE_IMPORTED
+        for after in (
+            "",
+            '"and" if (together) or True else "or"',
+            '"and" if together else "XXorXX"',
+            '"and" if together else "OR"',
+        )
+    },
+    **{
+        (
+            "kernel/control",
+            "Controller._on_import",
+            'print("\\n".join(self._apply(self._state(state.policy, plan, [adapter], True)))) -> '
+            f'print("\\n".join(self._apply(self._state(state.policy, plan, [adapter], {after}))))',
+        ): _ONE_FRAMEWORK
+        for after in ("None", "False")
+    },
+    **{
+        (
+            "budget/state",
+            "State.since",
+            'return time.strftime("%H:%M:%S", time.localtime(self.applied_at)) if self.applied_at else "" -> '
+            f'return time.strftime("%H:%M:%S", time.localtime(self.applied_at)) if {after}',
+        ): "since() is shown only for an applied State, whose applied_at is set"
+        for after in ('(self.applied_at) or True else ""', 'self.applied_at else "XXXX"')
+    },
     (
         "budget/reading",
         "Reading.shown",
         "return self.privacy.split(device, () if own is None else (own,)) -> "
         "return self.privacy.split(device, () if (own is None) and False else (own,))",
     ): "keeping PID None keeps nothing more: no process has it",
-    ("budget/reading", "Reading.own", 'overhead=lambda: estimate(device, self.framework or "the framework", 0),'): (
-        _UUIDLESS
-    ),
+    **{
+        (
+            "budget/reading",
+            "Reading.own",
+            'overhead=lambda: estimate(device, self.framework or "the framework", 0), -> '
+            f"overhead=lambda: estimate(device, self.framework or {fallback}, 0),",
+        ): _STARTED_NAMED
+        for fallback in ('"XXthe frameworkXX"', '"THE FRAMEWORK"')
+    },
+    (
+        "gpu/nvml",
+        "_mig_devices",
+        "uuid=_text(uuid) if uuid is not None else None, -> uuid=_text(uuid) if (uuid is not None) or True else None,",
+    ): "_text passes None through as it is",
     (
         "budget/reading",
         "Reading.own",

@@ -60,7 +60,9 @@ class Framework(Adapter):
         return []
 
     def gpu_problem(self, plan: Plan) -> str | None:
-        return None if self.sees_gpu else f"{self.name} 1.0 is a CPU-only build, so the budget is not in force."
+        if not plan.gpus or self.sees_gpu:  # as the real adapters: a plan on no GPU is in force nowhere anyway
+            return None
+        return f"{self.name} 1.0 is a CPU-only build, so the budget is not in force."
 
     def in_force(self) -> list[str]:
         return [f"{self.name}: as started"]

@@ -83,7 +83,17 @@ class Controller:
                 lines.extend(self.request(defaults, source="configured defaults"))
             except PolicyError as error:
                 lines.append(f"The configured defaults were not applied: {error}")
+                if not defaults.is_empty and self.ceiling != Ceiling():
+                    # The ceiling still binds this kernel: it is the budget, as when no default is configured.
+                    lines.extend(self._ceiling_alone())
         return lines
+
+    def _ceiling_alone(self) -> list[str]:
+        """Apply the ceiling alone as the budget (at extension load, when the defaults cannot hold under it)."""
+        try:
+            return self.request(Policy(), source="configured defaults")
+        except PolicyError as error:
+            return [f"This server's ceiling was not applied: {error}"]
 
     def request(self, asked: Policy, source: str = "%gpumem") -> list[str]:
         """Record and, when possible, apply ``asked`` on top of the current policy; lines to show.

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from jupyter_gpumem.budget.frameworks import Framework, label
 from jupyter_gpumem.budget.limits import PINNED
-from jupyter_gpumem.budget.plan import Plan
+from jupyter_gpumem.budget.plan import Ceiling, Plan
 from jupyter_gpumem.budget.policy import Policy
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.budget.state import State
@@ -80,7 +80,7 @@ def recorded(state: State, source: str, installed: bool) -> list[str]:
     plan = state.plan
     if plan is None:
         return []
-    if state.policy.is_empty:  # a ceiling alone
+    if state.policy.is_empty and state.ceiling != Ceiling():  # a ceiling alone
         head = f"jupyter-gpumem: this server's ceiling ({state.ceiling.describe()}) is the budget ({source})."
     else:
         head = f"jupyter-gpumem: {state.policy.describe()} recorded ({source})."

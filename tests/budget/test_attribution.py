@@ -12,7 +12,7 @@ from controller_fixtures import GPU_A, OWN, Framework, Machine, make
 from protocol_fixtures import container_sample, hidden_sample
 
 from jupyter_gpumem.budget import reading as budget
-from jupyter_gpumem.budget.attribution import APPEAR_S, Matcher, attribute, pid_stance
+from jupyter_gpumem.budget.attribution import APPEAR_S, Match, Matcher, attribute, listed, pid_stance
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.policy import parse
@@ -189,11 +189,12 @@ def test_a_sample_taken_between_an_allocation_and_nvmls_figure_rules_nothing_out
     assert sample(proc(HOST_PID, 3572), pool_mib=3072).pid == HOST_PID
 
 
-def test_a_process_holding_less_than_the_pool_cannot_be_this_kernels():
+def test_a_process_holding_less_than_the_pool_cannot_be_this_kernels_and_one_holding_just_the_pool_can():
     sample = Samples()
     sample()
-    sample(proc(OTHER, 900), pool_mib=2048)
-    assert sample(proc(OTHER, 900), pool_mib=2048).candidates == 0
+    sample(proc(OTHER, 900), proc(HOST_PID, 2048), pool_mib=2048)
+    assert sample(proc(OTHER, 900), proc(HOST_PID, 2048), pool_mib=2048).candidates == 1
+    assert sample(proc(OTHER, 900), proc(HOST_PID, 2048), pool_mib=2048).candidates == 1  # OTHER stays out
 
 
 def test_a_static_process_does_not_fit_a_shrinking_pool():
@@ -303,3 +304,120 @@ def test_unknown_is_null_and_every_figure_says_what_it_rests_on(name):
         assert [g["limit_kind"] for g in sample["gpus"]] == ["mps", "mig", "cooperative"]
         assert [g["own_candidates"] for g in sample["gpus"]] == [0, 0, 2]
         assert sample["gpus"][0]["limit_bytes"] == 6 * GiB
+
+
+# ---------------------------------------------------------------------- what each figure says it rests on
+
+
+def test_each_unknown_figure_says_why_in_full():
+    na = figure(a10(proc(OWN, None, local=True, own=True)))
+    assert na.reason == "NVML lists this kernel here but cannot tell its memory (N/A: Windows WDDM, some MIG setups)"
+    assert figure(a10(known=False)).reason == "the driver does not list processes on this GPU"
+    unlisted = figure(a10(), framework=None)
+    assert unlisted.reason == (
+        "NVML lists no process of this kernel's container (its own PID namespace), and its framework has not "
+        "started, so there is nothing to estimate"
+    )
+    no_pool_yet = figure(a10(proc(HOST_PID, 3000)), started=True, allocator=Allocator(0, 0, 0))  # nothing reserved
+    assert no_pool_yet.reason.endswith(", and PyTorch holds no pool here yet")
+
+
+@pytest.mark.parametrize(
+    ("candidates", "said"),
+    [
+        (0, ""),
+        (1, "; 1 listed process could be this kernel's, matched once its memory moves with PyTorch's pool"),
+        (2, "; 2 listed processes could be this kernel's, so none is taken for it"),
+    ],
+)
+def test_an_unknown_figure_says_how_many_listed_processes_could_be_this_kernels(candidates, said):
+    device = a10(proc(HOST_PID, 3000), proc(OTHER, 3000))
+    snapshot = contained(device)
+    own = attribute(
+        device,
+        pid_stance(snapshot),
+        Match(None, candidates),
+        started=False,
+        allocator=None,
+        framework="PyTorch",
+        overhead=lambda: Overhead(0, "estimated", ""),
+    )
+    assert own.reason.endswith(f"has not started, so there is nothing to estimate{said}")
+    assert own.candidates == candidates
+
+
+@pytest.mark.parametrize("local", [False, None])  # untranslated PIDs, or PIDs whose program is not told
+def test_a_matched_process_is_this_kernels_figure_and_says_so(local):
+    device = a10(proc(HOST_PID, 3572, local=local), proc(OTHER, 2000, local=local))
+    stance = pid_stance(contained(device))
+    own = listed(device, stance, Match(HOST_PID, 1))
+    assert (own.bytes, own.source, own.pid) == (3572 * MiB, "matched", HOST_PID)
+    assert own.reason == (
+        f"PID {HOST_PID} appeared when its framework started and its memory moves with its framework's pool"
+    )
+    gone = a10(proc(OTHER, 2000, local=local))  # the matched process has exited since
+    assert listed(gone, stance, Match(HOST_PID, 1)) is None
+
+
+# ---------------------------------------------------------------------- matching: edges
+
+
+def test_before_the_framework_starts_nothing_could_be_this_kernels():
+    sample = Samples()
+    assert sample(proc(OTHER, 2000)) == Match(None, 0)
+
+
+def test_gpus_without_a_uuid_lost_or_without_a_process_list_are_left_out_and_the_others_matched():
+    matcher = Matcher()
+    devices = (
+        Device(0, None, "NVIDIA A10", total_bytes=23028 * MiB, used_bytes=0, processes=()),
+        Device(1, "GPU-lost", "NVIDIA A10", lost=True),
+        Device(2, "GPU-refused", "NVIDIA A10", total_bytes=23028 * MiB, used_bytes=0, processes_known=False),
+        a10(),
+    )
+    assert list(matcher.observe(contained(*devices), {}, []).keys()) == [GPU_A]
+
+
+def test_processes_that_exit_are_forgotten_candidates_or_not():
+    sample = Samples()
+    sample(proc(OTHER, 2000))
+    sample(proc(HOST_PID, 2548), pool_mib=2048)
+    assert sample(pool_mib=2048) == Match(None, 0)  # both gone: OTHER was there before, HOST_PID a candidate
+
+
+@pytest.mark.parametrize("offset_s", [-APPEAR_S, APPEAR_S])
+def test_a_process_first_listed_just_within_appear_s_of_the_start_is_a_candidate(offset_s):
+    sample = Samples()
+    sample()  # the first look
+    if offset_s < 0:
+        sample(proc(HOST_PID, 2548))  # listed 10 s before the framework starts here
+        sample.at += APPEAR_S - 1.0
+        sample(proc(HOST_PID, 2548), pool_mib=2048)
+    else:
+        sample(pool_mib=2048)  # the start
+        sample.at += APPEAR_S - 1.0
+        sample(proc(HOST_PID, 2548), pool_mib=2048)  # listed 10 s after it
+    assert sample(proc(HOST_PID, 3572), pool_mib=3072) == Match(HOST_PID, 1)
+
+
+def test_a_pool_move_of_exactly_64_mib_is_followed():
+    sample = Samples()
+    sample()
+    sample(proc(HOST_PID, 2548), pool_mib=2048)
+    assert sample(proc(HOST_PID, 2612), pool_mib=2112) == Match(HOST_PID, 1)
+
+
+def test_growth_that_loads_the_libraries_along_with_the_pool_is_still_followed():
+    sample = Samples()
+    sample()
+    sample(proc(HOST_PID, 2548), pool_mib=2048)
+    assert sample(proc(HOST_PID, 4072), pool_mib=3072) == Match(HOST_PID, 1)  # +1024 pool, +500 cuBLAS
+
+
+def test_a_candidate_whose_memory_is_n_a_for_a_while_is_kept_and_matched_later():
+    sample = Samples()
+    sample()
+    sample(proc(HOST_PID, None), pool_mib=2048)  # appears before NVML tells its memory
+    assert sample(proc(HOST_PID, None), pool_mib=2048).candidates == 1
+    sample(proc(HOST_PID, 2548), pool_mib=2048)
+    assert sample(proc(HOST_PID, 3572), pool_mib=3072) == Match(HOST_PID, 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from traitlets.config import Application, Config, Configurable
 from traitlets.config.loader import KVArgParseConfigLoader, PyFileConfigLoader
 
 from jupyter_gpumem.budget.config import SETTINGS, GpumemConfig, environment_variable, load_config
+from jupyter_gpumem.budget.config import log as package_log
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.plan import Ceiling, make_plan
 from jupyter_gpumem.budget.policy import Policy, PolicyError
@@ -583,3 +585,104 @@ def test_a_limit_of_one_byte_is_a_number_of_bytes_and_zero_is_refused():
         "The configured default limit was ignored: limit=0 must be above zero; use limit=6GiB or a whole number "
         "of bytes."
     ]
+
+
+# ---------------------------------------------------------------- where a ceiling and a warning come from
+
+
+def test_a_ceiling_repeated_in_a_file_is_named_where_it_was_first_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTER_GPUMEM_MAX_FRACTION", "0.25")
+    ceiling, _ = loaded_ceiling(kernel_shell(tmp_path, system="c.GpumemConfig.max_fraction = 0.25\n"))
+    # The spawner's, read first: the file neither lowers it nor takes its name.
+    assert ceiling.max_fraction_origin == "set by JUPYTER_GPUMEM_MAX_FRACTION in the environment"
+
+
+def test_a_blank_ceiling_in_one_file_leaves_the_next_files_ceiling_in_force(tmp_path):
+    shell = kernel_shell(
+        tmp_path, system="c.GpumemConfig.max_limit = None\n", user="c.GpumemConfig.max_fraction = 0.2\n"
+    )
+    assert loaded_ceiling(shell) == (Ceiling(max_fraction=0.2), [])
+
+
+def test_a_ceiling_set_with_config_after_loading_is_named_as_the_ipython_configuration(tmp_path):
+    shell = kernel_shell(tmp_path)
+    shell.config.GpumemConfig.max_fraction = 0.2  # %config GpumemConfig.max_fraction = 0.2 before %load_ext
+    ceiling, _ = loaded_ceiling(shell)
+    assert ceiling.max_fraction_origin == "set in the IPython configuration"
+    with pytest.raises(PolicyError, match=r"\), set in the IPython configuration; ask for less\.$"):
+        make_plan(Policy(fraction=0.4), snapshot_of(8 * GiB), lambda device: OVERHEAD, ceiling)
+
+
+def test_a_ceiling_in_bytes_on_the_kernels_command_line_is_read_as_a_number_of_bytes(tmp_path):
+    shell = kernel_shell(tmp_path, argv=(f"--GpumemConfig.max_limit={6 * GiB}",))
+    assert loaded_ceiling(shell) == (Ceiling(max_limit_bytes=6 * GiB), [])  # as text it would be a size without unit
+
+
+def test_an_append_to_a_setting_in_a_profile_leaves_the_spawners_value(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTER_GPUMEM_GPUS", "1")
+    monkeypatch.setenv("JUPYTER_GPUMEM_MAX_LIMIT", "6GiB")
+    user = "c.GpumemConfig.gpus.append(0)\nc.GpumemConfig.max_limit.append(1)\n"
+    config, problems = load_config(kernel_shell(tmp_path, user=user))
+    # traitlets appends only to a list; these defaults are the variables' text, which it leaves as it is.
+    assert problems == [] and config.defaults() == (Policy(gpus=("1",)), [])
+    assert config.ceiling() == (Ceiling(max_limit_bytes=6 * GiB), [])
+
+
+def test_a_file_that_loads_a_profiles_file_counts_with_ipythons_loader(tmp_path, monkeypatch):
+    from IPython.core.application import ProfileAwareConfigLoader
+
+    class IPythonLike(Application):  # IPKernelApp reads its files with IPython's loader
+        python_config_loader_class = ProfileAwareConfigLoader
+
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipythondir"))
+    profile = tmp_path / "ipythondir" / "profile_gpu"
+    profile.mkdir(parents=True)
+    (profile / "ipython_kernel_config.py").write_text("c.GpumemConfig.max_fraction = 0.25\n")
+    (tmp_path / "ipython_kernel_config.py").write_text("load_subconfig('ipython_kernel_config.py', profile='gpu')\n")
+    application = IPythonLike()
+    application.load_config_file("ipython_kernel_config.py", path=[str(tmp_path)])
+    shell = Shell(parent=application)
+    shell.config.GpumemConfig.max_fraction = 0.5  # what precedence alone would leave, lifted with %config
+    assert loaded_ceiling(shell) == (Ceiling(max_fraction=0.25), [])
+
+
+def test_a_file_that_cannot_be_read_again_says_why(tmp_path):
+    shell = kernel_shell(tmp_path, system="c.GpumemConfig.max_fraction = 0.25\n")
+    (tmp_path / "etc" / "ipython" / "ipython_kernel_config.py").write_text("c.GpumemConfig.max_fraction = (\n")
+    _, problems = loaded_ceiling(shell)
+    assert "could not be read again to find the ceilings it sets (SyntaxError: " in problems[0]
+
+
+def test_a_file_that_cannot_be_read_again_makes_the_privacy_the_most_private(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTER_GPUMEM_PRIVACY", "list")
+    shell = kernel_shell(tmp_path, system="c.GpumemConfig.privacy = 'list'\n")
+    (tmp_path / "etc" / "ipython" / "ipython_kernel_config.py").write_text("c.GpumemConfig.privacy = (\n")
+    config, _ = load_config(shell)
+    assert config.privacy_level() == ("aggregate", [])  # it may have said aggregate; ceiling() says why
+
+
+def warnings_in(log: logging.Logger) -> list[str]:
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    log.addHandler(handler)
+    return records  # type: ignore[return-value]
+
+
+def test_in_a_kernel_a_bad_ceiling_and_privacy_are_logged_once_on_the_kernels_own_log(tmp_path, monkeypatch):
+    # As in a kernel, the package's logger reaches no handler. Set here, not in a fixture: pytest attaches its
+    # capture to every logger that does not propagate when the test's call begins.
+    monkeypatch.setattr(package_log, "propagate", False)
+    assert not package_log.hasHandlers()
+    monkeypatch.setenv("JUPYTER_GPUMEM_MAX_FRACTION", "half")
+    monkeypatch.setenv("JUPYTER_GPUMEM_PRIVACY", "everything")
+    shell = kernel_shell(tmp_path)
+    records = warnings_in(shell.parent.log)  # the kernel's stderr: the server's log, not the notebook
+    config, _ = load_config(shell)
+    for _ in range(2):
+        (_, ceiling_problems), (_, privacy_problems) = config.ceiling(), config.privacy_level()
+    assert [r.getMessage() for r in records] == [  # type: ignore[attr-defined]
+        f"jupyter-gpumem: {ceiling_problems[0]}",
+        f"jupyter-gpumem: {privacy_problems[0]}",
+    ]
+    assert privacy_problems[0].startswith("JUPYTER_GPUMEM_PRIVACY=everything in the environment was read as aggregate")

@@ -231,3 +231,17 @@ def test_where_an_mps_server_is_in_use_status_and_the_sidebar_offer_mps_on(kerne
     assert f"  {offer}" in control.status_lines(reading)
     assert protocol.encode_sample(reading)["limit_note"] == offer
     assert protocol.encode_sample(kernel({PIPE: str(tmp_path / "none")}).read(control.snapshot()))["limit_note"] is None
+
+
+def test_mps_on_is_accepted_while_the_framework_is_imported_but_has_not_started_cuda(kernel, tmp_path):
+    tf = Framework("TensorFlow")
+    tf.is_imported = True  # imported: CUDA starts with its first operation, after the variables are set
+    environ = mps_server(tmp_path)
+    lines = kernel(environ, tf).request(parse(["limit=4GiB", "mps=on"]))
+    assert environ[PINNED] == "0=4096MB,1=4096MB" and lines[-1].startswith(f"  MPS: {PINNED}=0=4096MB,1=4096MB")
+
+
+def test_an_administrators_mps_limit_is_not_announced_for_a_budget_without_mps_on(kernel, tmp_path):
+    environ = {**mps_server(tmp_path), PINNED: "0=1G"}
+    lines = kernel(environ).request(parse(["limit=4GiB"]))
+    assert not any("MPS:" in line for line in lines) and environ[PINNED] == "0=1G"

@@ -171,6 +171,20 @@ def test_mig_memory_comes_from_the_mig_devices_and_utilisation_is_not_supported(
     assert {p.pid: p.used_bytes for p in gpu.processes} == {5100: 15000 * MiB, 5101: None}
 
 
+def test_a_mig_partition_whose_figures_are_refused_reads_as_unknown_and_the_other_as_usual(scenario):
+    text = (SCENARIOS / "mig.scenario").read_text()
+    scenario(
+        text.replace(
+            "total=19968MiB used=5120MiB", "total=19968MiB used=5120MiB fail=memory:not_supported,uuid:not_supported"
+        )
+    )
+    (gpu,) = read().devices
+    assert [(m.uuid, m.total_bytes, m.used_bytes) for m in gpu.mig_devices] == [
+        ("MIG-11111111-0000-4000-8000-000000000001", 40192 * MiB, 15360 * MiB),
+        (None, None, None),
+    ]
+
+
 def test_refused_queries_read_as_unknown_one_by_one(scenario):
     scenario("not_supported")
     refused_processes, refused_memory = read().devices
@@ -335,7 +349,10 @@ def test_a_query_the_driver_lacks_is_logged_once_with_the_hint_and_reads_as_unkn
     assert [p.pid for p in snaps[1].devices[0].processes] == [788]  # the rest is read as usual
     (warning,) = [r for r in caplog.records if "nvmlDeviceGetMigMode" in r.getMessage()]
     assert warning.levelno == logging.WARNING and warning.name == "jupyter_gpumem"
-    assert "nvidia-ml-py binding may be newer than the driver" in warning.getMessage()
+    assert warning.getMessage() == (
+        "jupyter-gpumem: the NVIDIA driver has no nvmlDeviceGetMigMode, so what it reads shows as N/A. The "
+        "nvidia-ml-py binding may be newer than the driver: update the driver, or install an nvidia-ml-py as old as it."
+    )
 
 
 def test_a_driver_without_the_mig_queries_reads_mig_as_unknown_and_says_so_once(scenario, tmp_path):

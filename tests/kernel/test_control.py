@@ -7,17 +7,22 @@ import importlib
 import json
 import sys
 import threading
+import time
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from controller_fixtures import GPU_A, GPU_B, Framework, Machine, a100, make
+from controller_fixtures import GPU_A, GPU_B, OWN, Framework, Machine, a100, make
+from traitlets.config import Config, Configurable
 
 from jupyter_gpumem.budget.environ import EnvironmentChanges
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.plan import make_plan
 from jupyter_gpumem.budget.policy import PolicyError, parse
+from jupyter_gpumem.budget.privacy import this_user
+from jupyter_gpumem.gpu.model import GpuProcess, Snapshot
+from jupyter_gpumem.kernel import control as control_module
 from jupyter_gpumem.kernel import protocol
 from jupyter_gpumem.kernel.importhook import ImportWatch
 from jupyter_gpumem.render import messages
@@ -307,6 +312,10 @@ def test_a_framework_imported_inside_anothers_import_is_left_to_that_import(make
     torch.is_imported = True
     control._on_import(torch.module)  # while TensorFlow's own import is still running
     assert torch.applied == [] and not control.state.applied
+    monkeypatch.undo()
+    tf.is_imported = True
+    control._on_import(tf.module)  # TensorFlow's import completes: the notebook's, so it gets the policy
+    assert len(tf.applied) == 1 and control.state.applied
 
 
 def test_one_framework_that_uses_no_gpu_among_two_leaves_the_budget_in_force(make):
@@ -378,3 +387,268 @@ def test_a_recorded_policy_says_when_it_applies(make):
         "jupyter-gpumem: fraction=0.4 recorded (%gpumem). TensorFlow is not imported yet; the settings apply the "
         "moment `import jupyter_gpumem_test_tensorflow` completes."
     )
+
+
+def test_the_status_says_since_when_the_policy_is_in_force(make):
+    machine = Machine(a100(0, GPU_A))
+    tf = Framework("TensorFlow")
+    tf.is_imported = True
+    control = make(machine, tf)
+    control.request(parse(["fraction=0.4"]))
+    applied_at = control.state.applied_at - 3600.0  # as if applied an hour ago
+    control.state = replace(control.state, applied_at=applied_at)
+    since = time.strftime("%H:%M:%S", time.localtime(applied_at))
+    assert f"Policy: fraction=0.4, in force in TensorFlow since {since}." in control.status_lines(
+        control.read(machine())
+    )
+
+
+def test_the_kernels_one_controller_is_made_once_from_the_shells_configuration(monkeypatch):
+    monkeypatch.setattr(control_module, "_controller", None)  # as in a kernel that has not loaded the extension
+    shell = Configurable(config=Config({"GpumemConfig": {"colour": "blue"}}))
+    made = control_module.controller(shell)
+    try:
+        assert control_module.controller() is made  # %gpumem, the sampler and the sidebar share it
+        assert made.problems[0].startswith("c.GpumemConfig.colour in the IPython configuration was ignored")
+        assert list(made.adapters) == ["tensorflow", "pytorch", "jax"]  # every supported framework
+        assert made._referenced("tensorflow")  # no notebook here: every imported framework counts
+    finally:
+        made.close()
+
+
+def test_two_frameworks_imported_before_the_extension_loads_are_named_together(make):
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    tf.is_imported = torch.is_imported = True
+    control = make(Machine(a100(0, GPU_A)), tf, torch)
+    assert control.state.together and control.state.frameworks == "TensorFlow and PyTorch"
+
+
+def test_a_recorded_policy_applies_when_the_real_import_completes(make, tmp_path, monkeypatch, capsys):
+    tf = Framework("TensorFlow")
+    (tmp_path / f"{tf.module}.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    control = make(Machine(a100(0, GPU_A)), tf)
+    control.request(parse(["fraction=0.4"]))
+    tf.is_imported = True  # what the fixture's imported() says once the module is in sys.modules
+    try:
+        importlib.import_module(tf.module)
+    finally:
+        sys.modules.pop(tf.module, None)
+    assert control.state.applied and len(tf.applied) == 1
+    assert capsys.readouterr().out.startswith("jupyter-gpumem: applied fraction=0.4 to TensorFlow.")
+
+
+def test_configured_defaults_above_the_ceiling_are_not_applied_and_the_ceiling_is_the_budget(make):
+    control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"), fraction=0.4, max_fraction=0.25)
+    lines = control.load_defaults()
+    assert lines[0].startswith(
+        "The configured defaults were not applied: fraction=0.4 is above this server's ceiling of 0.25 of each GPU"
+    )
+    # The ceiling still binds: a kernel whose defaults were refused does not go without a budget.
+    assert lines[1].startswith(
+        "jupyter-gpumem: this server's ceiling (0.25 of each GPU) is the budget (configured defaults)"
+    )
+    assert control.state.policy.is_empty and control.state.plan.gpus[0].budget_bytes == 10 * GiB
+
+
+def test_reset_once_applied_says_the_framework_keeps_the_policy(make):
+    tf = Framework("TensorFlow")
+    tf.is_imported = True
+    control = make(Machine(a100(0, GPU_A)), tf)
+    control.request(parse(["fraction=0.4"]))
+    assert control.reset() == [
+        "The policy fraction=0.4 is already applied to TensorFlow, which keeps it until the kernel restarts. "
+        "Nothing was changed."
+    ]
+
+
+def test_with_gpus_chosen_the_frameworks_gpus_are_the_chosen_ones_in_order(make):
+    machine = Machine(a100(0, GPU_A), a100(1, GPU_B))
+    tf = Framework("TensorFlow")
+    tf.is_imported = True
+    control = make(machine, tf)
+    control.request(parse(["gpus=1"]))
+    assert control.framework_uuids(control.read(machine())) == [GPU_B]  # its GPU:0 is NVML's GPU 1
+
+
+def test_a_corrupt_overhead_cache_is_said_once(make):
+    control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"))
+    control.calibration.path.write_text("{not json")
+    first = control.request(parse(["fraction=0.4"]))
+    assert first[0].startswith(f"jupyter-gpumem ignored its overhead cache {control.calibration.path} (")
+    assert not any("overhead cache" in line for line in control.request(parse(["fraction=0.3"])))
+
+
+def test_under_a_named_framework_another_ones_import_leaves_the_budget_waiting_for_it(make, capsys):
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    control = make(Machine(a100(0, GPU_A)), tf, torch)
+    control.request(parse(["fraction=0.5", "framework=tensorflow"]))
+    capsys.readouterr()
+    torch.is_imported = True
+    control._on_import(torch.module)
+    assert capsys.readouterr() == ("", "")  # nothing to say, and nothing went wrong
+    assert control.state.adapters == (tf,) and not control.state.applied and torch.applied == []
+    assert control.state.plan.gpus[0].budget_bytes == 20 * GiB  # still planned, for TensorFlow's import
+
+
+def test_two_frameworks_imported_set_aside_both_libraries_and_share_the_budget(make):
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    tf.is_imported = torch.is_imported = True
+    control = make(Machine(a100(0, GPU_A)), tf, torch)
+    control.request(parse(["fraction=0.5"]))
+    (gpu,) = control.state.plan.gpus
+    assert gpu.overhead.bytes == (350 + 100 + 100) * MiB  # the CUDA context once, each framework's libraries
+    share = control.state.plan.shared(2)
+    assert tf.applied == [share] and torch.applied == [share]
+    assert share.gpus[0].allocator_limit_bytes == gpu.allocator_limit_bytes // 2
+
+
+def test_an_import_the_policy_cannot_be_applied_to_goes_on_and_says_why(make, capsys):
+    class Failing(Framework):
+        def apply(self, plan):
+            raise RuntimeError("no device context")
+
+    tf = Failing("TensorFlow")
+    control = make(Machine(a100(0, GPU_A)), tf)
+    control.request(parse(["fraction=0.4"]))
+    tf.is_imported = True
+    control._on_import(tf.module)  # raises nothing into the user's import
+    told = capsys.readouterr()
+    assert told.out == ""
+    assert told.err == (
+        "jupyter-gpumem could not apply fraction=0.4 to TensorFlow (RuntimeError: no device context). TensorFlow "
+        "runs with its defaults.\n"
+    )
+
+
+def test_a_second_framework_imported_later_keeps_the_plan_and_when_it_was_applied(make, capsys):
+    tf, torch = Framework("TensorFlow", sees_gpu=False), Framework("PyTorch", sees_gpu=False)
+    tf.is_imported = True
+    control = make(Machine(a100(0, GPU_A)), tf, torch)
+    control.request(parse(["fraction=0.4"]))
+    applied = control.state
+    capsys.readouterr()
+    torch.is_imported = True
+    control._on_import(torch.module)
+    assert torch.applied == [applied.plan] and control.state.plan == applied.plan
+    assert control.state.applied_at == applied.applied_at
+    assert control.state.no_gpu == (
+        "TensorFlow 1.0 is a CPU-only build, so the budget is not in force. "
+        "PyTorch 1.0 is a CPU-only build, so the budget is not in force."
+    )
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) > 1 and printed[1:] == messages.applied_too(torch, applied, control.state, [])[1:]
+
+
+def test_a_framework_whose_import_is_still_running_is_not_asked_for_its_memory(make, monkeypatch):
+    machine = Machine(a100(0, GPU_A, own_mib=3000))
+    tf = Framework("TensorFlow")
+    tf.is_imported = tf.started = True
+    tf.pools = (Allocator(GiB, GiB, 2 * GiB),)
+    control = make(machine, tf)
+    monkeypatch.setattr("jupyter_gpumem.kernel.control.importing", lambda module: module == tf.module)
+    reading = control.read(machine())
+    assert reading.allocators == {} and not reading.started
+
+
+def test_the_overhead_measured_once_the_framework_started_is_shown_and_remembered_for_the_next_kernel(make):
+    machine = Machine(a100(0, GPU_A, own_mib=3000))
+    tf = Framework("TensorFlow")
+    tf.is_imported = True
+    control = make(machine, tf)
+    control.request(parse(["fraction=0.5"]))
+    tf.started, tf.pools = True, (Allocator(GiB, GiB, 2 * GiB),)  # its first tensor: the pool is reserved
+    overhead = control.read(machine()).breakdowns[GPU_A].overhead
+    assert (overhead.source, overhead.bytes) == ("measured", 3000 * MiB - 2 * GiB)
+    remembered = json.loads(control.calibration.path.read_text())["overhead_bytes"]
+    assert remembered == {"NVIDIA A100-SXM4-40GB | driver 550.54.15 | TensorFlow 1.0": 3000 * MiB - 2 * GiB}
+
+
+def test_before_the_framework_starts_a_reading_sets_aside_what_an_earlier_kernel_measured(make):
+    machine = Machine(a100(0, GPU_A, own_mib=300))
+    control = make(machine, Framework("TensorFlow"))
+    key = "NVIDIA A100-SXM4-40GB | driver 550.54.15 | TensorFlow 1.0"
+    control.calibration.path.write_text(json.dumps({"format": 1, "overhead_bytes": {key: 777 * MiB}}))
+    control.request(parse(["fraction=0.5"]))
+    overhead = control.read(machine()).breakdowns[GPU_A].overhead
+    assert (overhead.source, overhead.bytes) == ("remembered", 777 * MiB)
+
+
+def others_on(privacy: str, make) -> tuple[list[int], Any]:
+    """What a kernel shows of the processes beside its own: another of its user's, and bob's."""
+    own = GpuProcess(OWN, GPU_A, 900 * MiB, "compute", "python", this_user(), 50.0, True)
+    mine = GpuProcess(5001, GPU_A, 500 * MiB, "compute", "python", this_user(), 0.0, False)
+    bobs = GpuProcess(5002, GPU_A, 700 * MiB, "compute", "python", "bob", 0.0, False)
+    device = replace(a100(0, GPU_A), used_bytes=2100 * MiB, processes=(own, mine, bobs))
+    machine = Machine(device)
+    listed, others = make(machine, Framework("TensorFlow"), privacy=privacy).read(machine()).shown(device)
+    return [p.pid for p in listed], others
+
+
+def test_the_configured_privacy_decides_what_every_reading_shows_of_other_users(make):
+    assert others_on("list", make) == ([OWN, 5001, 5002], None)
+    listed, others = others_on("aggregate", make)
+    assert listed == [OWN, 5001]  # this user's own processes stay listed one by one
+    assert (others.processes, others.used_bytes, others.users) == (1, 700 * MiB, None)
+
+
+def test_a_ceiling_too_small_for_the_context_is_said_at_load_and_leaves_no_budget(make):
+    control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"), fraction=0.4, max_limit="300MiB")
+    lines = control.load_defaults()
+    assert lines[0].startswith("The configured defaults were not applied: fraction=0.4 is above this server's ceiling")
+    assert lines[1].startswith("This server's ceiling was not applied: ")
+    assert control.state.plan is None
+
+
+def test_a_ceiling_alone_too_small_for_the_context_is_said_once_at_load(make):
+    control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"), max_limit="300MiB")
+    lines = control.load_defaults()
+    assert len(lines) == 1 and lines[0].startswith("The configured defaults were not applied: (nothing set) gives")
+
+
+class ContainerMachine(Machine):
+    """Read from a container whose PIDs the driver does not translate: this kernel is listed as none of them."""
+
+    def __call__(self, cpu_window_s: float = 0.0) -> Snapshot:
+        return replace(super().__call__(), host_pid_namespace=False)
+
+
+def estimated_on_a_container(make, cache: dict[str, int]) -> Any:
+    host_pid = 812345
+    other = GpuProcess(host_pid, GPU_A, 3000 * MiB, "compute", "python", None, None, False, False)
+    machine = ContainerMachine(replace(a100(0, GPU_A), used_bytes=3000 * MiB, processes=(other,)))
+    tf = Framework("TensorFlow")
+    tf.is_imported = tf.started = True
+    tf.pools = (Allocator(GiB, GiB, 2 * GiB),)
+    control = make(machine, tf)  # no policy: no plan to take the overhead from
+    control.calibration.path.write_text(json.dumps({"format": 1, "overhead_bytes": cache}))
+    return control.read(machine()).owns[GPU_A]
+
+
+def test_in_a_container_the_estimate_adds_what_an_earlier_kernel_measured_else_the_context_and_libraries(make):
+    key = "NVIDIA A100-SXM4-40GB | driver 550.54.15 | TensorFlow 1.0"
+    remembered = estimated_on_a_container(make, {key: 777 * MiB})
+    assert (remembered.source, remembered.bytes) == ("estimated", 2 * GiB + 777 * MiB)
+    estimated = estimated_on_a_container(make, {})
+    assert estimated.bytes == 2 * GiB + (350 + 100) * MiB  # the CUDA context and TensorFlow's libraries
+    assert "(estimated: TensorFlow on Ampere" in estimated.reason
+
+
+@pytest.mark.parametrize("asked", ["framework=auto", "strict=on"])
+def test_a_request_that_sets_nothing_says_so_and_names_no_ceiling(make, asked):
+    control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"))
+    lines = control.request(parse([asked]))
+    assert lines[0].startswith("jupyter-gpumem: (nothing set) recorded (%gpumem). TensorFlow is not imported yet")
+    assert lines[1] == "  GPU 0 NVIDIA A100-SXM4-40GB: no budget set: the framework takes nearly all of it"
+
+
+def test_in_a_container_a_gpu_without_a_uuid_still_gets_an_estimate_from_the_framework(make):
+    other = GpuProcess(812345, None, 3000 * MiB, "compute", "python", None, None, False, False)
+    device = replace(a100(0, GPU_A), uuid=None, used_bytes=3000 * MiB, processes=(other,))
+    machine = ContainerMachine(device)
+    tf = Framework("TensorFlow")
+    tf.is_imported = tf.started = True
+    tf.pools = (Allocator(GiB, GiB, 2 * GiB),)
+    own = make(machine, tf).read(machine()).own(device)
+    assert (own.source, own.bytes) == ("estimated", 2 * GiB + 350 * MiB)  # the pool and the CUDA context
+    assert "TensorFlow's pool 2048 MiB + 350 MiB outside it (estimated: TensorFlow on Ampere" in own.reason
