@@ -16,7 +16,7 @@ from typing import Any
 
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.frameworks.base import Adapter, installed_version
+from jupyter_gpumem.frameworks.base import Adapter, Released, installed_version
 from jupyter_gpumem.units import MiB
 
 # cuBLAS/cuDNN handles and XLA's autotuning workspaces per GPU, outside its allocator pool.
@@ -90,10 +90,26 @@ class Jax(Adapter):
     def concatenate(self, values: list[Any]) -> Any:
         return sys.modules["jax.numpy"].concatenate(values, axis=0)
 
-    def memory_in_use(self) -> tuple[Allocator, ...]:
+    def memory_in_use(self, cell: bool = False) -> tuple[Allocator, ...]:
+        # JAX cannot reset peak_bytes_in_use: the cell's peak is told only where it raised the kernel's.
         if not (self.imported() and self.initialised()):
             return ()
         return tuple(_allocator(device.memory_stats() or {}) for device in _gpus())
+
+    def release(self) -> Released | None:
+        if not (self.imported() and self.initialised()):
+            return None
+        sys.modules["jax"].clear_caches()
+        if os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").lower() == "platform":
+            return Released(
+                "JAX cleared its compilation caches (jax.clear_caches()); its platform allocator has "
+                "given freed arrays back to the driver."
+            )
+        return Released(
+            "JAX cleared its compilation caches (jax.clear_caches()); its allocator keeps the pool it has taken "
+            "(preallocated, or grown) for its own reuse, so only a restart gives that back.",
+            restart_only=True,
+        )
 
     def in_force(self) -> list[str]:
         version = sys.modules["jax"].__version__

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.frameworks.base import Adapter
+from jupyter_gpumem.frameworks.base import Adapter, PeakKeeper, Released
 from jupyter_gpumem.units import MiB, format_mib
 
 # cuBLAS/cuDNN handles and workspaces PyTorch creates per GPU on first use, outside its allocator.
@@ -40,6 +40,8 @@ class TorchConfig(Protocol):
     def set_threads(self, intra: int | None, inter: int | None) -> None: ...
     def threads(self) -> tuple[int, int]: ...
     def memory(self, index: int) -> tuple[int, int, int]: ...  # allocated, max allocated, reserved
+    def reset_peak(self, index: int) -> None: ...  # max allocated starts again from allocated; CUDA has started
+    def empty_cache(self) -> None: ...  # CUDA has started
 
 
 class RealTorchConfig:
@@ -102,6 +104,12 @@ class RealTorchConfig:
         cuda = self._torch.cuda
         return cuda.memory_allocated(index), cuda.max_memory_allocated(index), cuda.memory_reserved(index)
 
+    def reset_peak(self, index: int) -> None:
+        self._torch.cuda.reset_peak_memory_stats(index)
+
+    def empty_cache(self) -> None:
+        self._torch.cuda.empty_cache()
+
 
 class PyTorch(Adapter):
     name = "PyTorch"
@@ -116,6 +124,7 @@ class PyTorch(Adapter):
     def __init__(self, config: TorchConfig | None = None):
         self.config: TorchConfig = config or RealTorchConfig()
         self.problems: list[str] = []  # what went wrong when CUDA started, for in_force
+        self._peaks = PeakKeeper()
 
     def environment(self, plan: Plan) -> dict[str, str]:
         env = super().environment(plan)
@@ -189,13 +198,28 @@ class PyTorch(Adapter):
             self.problems.append(f"the memory fraction could not be set ({type(error).__name__}: {error})")
             print(f"jupyter-gpumem: PyTorch: {self.problems[-1]}; it runs without a cap.", file=sys.stderr)
 
-    def memory_in_use(self) -> tuple[Allocator, ...]:
+    def memory_in_use(self, cell: bool = False) -> tuple[Allocator, ...]:
         if not (self.imported() and self.initialised()):
             return ()
         return tuple(
-            Allocator(in_use, peak, reserved)
-            for in_use, peak, reserved in map(self.config.memory, range(self.config.device_count()))
+            Allocator(in_use, peak if cell else self._peaks.kernel(index, peak), reserved)
+            for index, (in_use, peak, reserved) in enumerate(map(self.config.memory, range(self.config.device_count())))
         )
+
+    def reset_peak(self) -> bool:
+        if not (self.imported() and self.initialised()):
+            return False
+        indices = range(self.config.device_count())
+        self._peaks.before_reset([self.config.memory(index)[1] for index in indices])
+        for index in indices:
+            self.config.reset_peak(index)
+        return True
+
+    def release(self) -> Released | None:
+        if not (self.imported() and self.initialised()):
+            return None
+        self.config.empty_cache()
+        return Released("PyTorch gave its cache of freed blocks back to the driver (torch.cuda.empty_cache()).")
 
     def in_force(self) -> list[str]:
         intra, inter = self.config.threads()

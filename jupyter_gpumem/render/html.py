@@ -120,3 +120,9 @@ def _device(device: Device, reading: Reading | None, stance: PidStance | None) -
 def explain(lines: list[str]) -> Rich:
     """`%gpumem explain`: its lines, the indented ones as details under their GPU."""
     return Rich("\n".join(lines), render("explain.html.j2", lines=lines))
+
+
+def lines(text_lines: list[str], kind: str = "jp-GpuMem-messages") -> Rich:
+    """The kernel's messages (``%gpumem fraction=…``, ``free``, ``reset``, a framework's import applying the policy):
+    HTML in a notebook, the same lines as text in a terminal or a log."""
+    return Rich("\n".join(text_lines), render("lines.html.j2", lines=text_lines, kind=kind))

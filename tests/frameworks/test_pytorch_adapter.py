@@ -31,6 +31,7 @@ class RecordingTorchConfig:
         self.queued: list[Callable[[], None]] = []
         self.calls: list[tuple[Any, ...]] = []
         self.fractions = [1.0] * len(devices)
+        self.peaks: dict[int, int] = {}  # max_memory_allocated per GPU, once reset
         self.inter = 4
 
     def version(self) -> str:
@@ -80,7 +81,17 @@ class RecordingTorchConfig:
         return 2, self.inter
 
     def memory(self, index: int) -> tuple[int, int, int]:
-        return (100 + index) * MiB, (200 + index) * MiB, (300 + index) * MiB
+        peak = self.peaks.get(index, (200 + index) * MiB)
+        return (100 + index) * MiB, peak, (300 + index) * MiB
+
+    def reset_peak(self, index: int) -> None:
+        assert self.started, "reset_peak_memory_stats starts CUDA"
+        self.peaks[index] = (100 + index) * MiB  # back to what is allocated now
+        self.calls.append(("reset_peak", index))
+
+    def empty_cache(self) -> None:
+        assert self.started, "empty_cache before CUDA starts does nothing"
+        self.calls.append(("empty_cache",))
 
 
 def plan_for(line: str):
@@ -183,6 +194,31 @@ def test_allocator_stats_only_once_cuda_has_started():
     )
 
 
+def test_a_cells_peak_starts_afresh_while_the_kernels_peak_is_kept():
+    config = RecordingTorchConfig([GPU_A, GPU_B], started=True)
+    import torch  # noqa: F401
+
+    adapter = PyTorch(config)
+    assert adapter.reset_peak()
+    assert config.calls == [("reset_peak", 0), ("reset_peak", 1)]
+    config.peaks[0] = 150 * MiB  # the cell reached 150 MiB on GPU 0
+    assert [a.peak for a in adapter.memory_in_use(cell=True)] == [150 * MiB, 101 * MiB]
+    assert [a.peak for a in adapter.memory_in_use()] == [200 * MiB, 201 * MiB]  # the kernel's, from before
+
+
+def test_free_empties_the_cache_only_once_cuda_has_started():
+    config = RecordingTorchConfig([GPU_A])
+    import torch  # noqa: F401
+
+    adapter = PyTorch(config)
+    assert adapter.release() is None and not adapter.reset_peak()
+    assert config.calls == []
+    config.started = True
+    released = adapter.release()
+    assert released is not None and "torch.cuda.empty_cache()" in released.sentence and not released.restart_only
+    assert config.calls == [("empty_cache",)]
+
+
 # ---------------------------------------------------------------------- the real torch (CPU build)
 
 
@@ -196,6 +232,7 @@ def test_real_torch_queues_the_fraction_and_reads_stats_without_starting_cuda(sc
     assert len(torch.cuda._queued_calls) == queued + 1  # runs when CUDA starts, as torch.manual_seed's do
     torch.cuda._queued_calls.pop()
     assert adapter.memory_in_use() == ()
+    assert adapter.release() is None and not adapter.reset_peak()  # %gpumem free and the cells never start CUDA
     assert not adapter.initialised() and not torch.cuda.is_initialized()
     assert adapter.in_force()[-1] == "PyTorch has not started CUDA yet."
     assert adapter.version() == torch.__version__ == "2.13.0+cpu"
