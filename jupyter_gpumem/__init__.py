@@ -79,6 +79,11 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(GpumemMagics)
     if on_post_run_cell not in ipython.events.callbacks["post_run_cell"]:
         ipython.events.register("post_run_cell", on_post_run_cell)
+    cells = stream(ipython).cells  # %gpumem cells: after the advisor, which names a cell that ended before
+    if cells.before not in ipython.events.callbacks["pre_run_cell"]:
+        ipython.events.register("pre_run_cell", cells.before)
+        ipython.events.register("post_run_cell", cells.after)
+    stream(ipython).sampler.start()  # the cells' figures as nvidia-smi counts them come from its readings
     if first:
         lines = controller(ipython).load_defaults()
         if lines:
@@ -147,7 +152,11 @@ def _connect_sidebar(interval_s: float | None = None, history_s: float | None = 
 
 def unload_ipython_extension(ipython: Any) -> None:
     from jupyter_gpumem.kernel.advisor import on_post_run_cell
+    from jupyter_gpumem.kernel.stream import _stream
 
     ipython.magics_manager.magics["line"].pop("gpumem", None)
     if on_post_run_cell in ipython.events.callbacks["post_run_cell"]:
         ipython.events.unregister("post_run_cell", on_post_run_cell)
+    if _stream is not None and _stream.cells.before in ipython.events.callbacks["pre_run_cell"]:
+        ipython.events.unregister("pre_run_cell", _stream.cells.before)
+        ipython.events.unregister("post_run_cell", _stream.cells.after)
