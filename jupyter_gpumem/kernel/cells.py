@@ -39,10 +39,9 @@ class Recorder:
     def before(self, info: Any = None) -> None:
         started = self._started()
         self._reset = {a.name: a.reset_peak() for a in started}
-        shell = _shell()
-        stored = getattr(info, "store_history", True)
-        count = getattr(shell, "execution_count", None) if stored else None
-        cell = Cell(count, first_line(getattr(info, "raw_cell", "") or ""), time.time())
+        # Its execution count is known when it ends (IPython versions differ on when they count it): until then
+        # it is running, [*] as Jupyter shows it.
+        cell = Cell(None, first_line(getattr(info, "raw_cell", "") or ""), time.time())
         cell.allocator_before = _allocators(started)
         with self._lock:
             cell.held_before = dict(self._latest)
@@ -58,8 +57,7 @@ class Recorder:
         cell.framework = label(started)[0] if started else None
         # Exact where every started framework's peak was reset as the cell began, or it started during the cell.
         cell.peak_exact = bool(started) and all(self._reset.get(a.name, True) for a in started)
-        count = getattr(result, "execution_count", None)
-        cell.count = count if count is not None else cell.count
+        cell.count = getattr(result, "execution_count", None)
         cell.error = getattr(result, "error_in_exec", None) is not None
         cell.end_t = time.time()
 
@@ -109,12 +107,6 @@ def _allocators(started: Sequence[Adapter]) -> tuple[Allocator, ...]:
             else:
                 together.append(allocator)
     return tuple(together)
-
-
-def _shell() -> Any:
-    from IPython import get_ipython
-
-    return get_ipython()
 
 
 def report(recorder: Recorder, control: Controller, interval_s: float, shown: int) -> html.Rich:

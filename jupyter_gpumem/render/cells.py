@@ -25,7 +25,7 @@ class Cell:
     """One executed cell. Its NVML figures are per GPU uuid; its allocator figures per framework GPU (the
     framework's order), as the framework gave them with the peak since the cell started."""
 
-    count: int | None  # its execution count; None for a cell that is not stored in the history
+    count: int | None  # its execution count; None while it runs, and for a cell not stored in the history
     line: str  # its first line that is not blank
     start_t: float  # time.time()
     end_t: float | None = None  # None while it runs

@@ -63,16 +63,16 @@ def test_the_chart_gets_each_finished_cell_once_and_the_running_one_with_every_s
 
     recorder = Recorder(make(Machine(a100(0, GPU_A, 1000)), Framework("PyTorch")))
     run_cell(recorder, "a = 1", 1)
-    first = time.time()
-    recorder.before(SimpleNamespace(raw_cell="train(model)  # a long one", store_history=True))
-    second = time.time()
-    recorder.after(SimpleNamespace(execution_count=2, error_in_exec=ValueError()))
-    third = time.time()
-
+    first = time.time()  # a sample: the cell that ended
     assert [(s["line"], s["end_t"] is None) for s in recorder.spans(0.0, first)] == [("a = 1", False)]
+    recorder.before(SimpleNamespace(raw_cell="train(model)  # a long one", store_history=True))
+    second = time.time()  # the next sample: the running cell only
     [running] = recorder.spans(first, second)
-    assert (running["count"], running["end_t"], running["error"]) == (2, None, False)
+    assert (running["count"], running["end_t"], running["error"]) == (None, None, False)  # [*], as Jupyter says
+    recorder.after(SimpleNamespace(execution_count=2, error_in_exec=ValueError()))
+    third = time.time()  # the next: it ended, with an error
     [ended] = recorder.spans(second, third)
-    assert ended["end_t"] is not None and ended["error"] and recorder.spans(third, time.time()) == []
+    assert (ended["count"], ended["error"]) == (2, True) and ended["end_t"] is not None
+    assert recorder.spans(third, time.time()) == []
     cell = Schema("comm.v1.json", "a cell", "cell", "cell")
     assert cell.problem(running) is None and cell.problem(ended) is None
