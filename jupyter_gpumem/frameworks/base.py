@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
+import math
 import sys
 from abc import ABC, abstractmethod
 from typing import Any, NamedTuple
@@ -123,3 +124,15 @@ def installed_version(distributions: tuple[str, ...]) -> str | None:
         except importlib.metadata.PackageNotFoundError:
             continue
     return None
+
+
+def one_fraction(plan: Plan) -> float | None:
+    """One fraction of each GPU's total for every GPU, where a framework takes one for all (JAX; PyTorch's
+    environment): each GPU's allocator limit (its budget minus the CUDA context and libraries) over its total,
+    the smallest, so that the whole process stays inside every budget."""
+    fractions = [fraction_of(g.allocator_limit_bytes, g.total_bytes) for g in plan.gpus if g.allocator_limit_bytes]
+    return min(fractions) if fractions else None
+
+
+def fraction_of(limit: int, total: int) -> float:
+    return math.floor(limit / total * 10_000) / 10_000  # rounded down: never above the limit

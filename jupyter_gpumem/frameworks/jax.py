@@ -9,7 +9,6 @@ them: the backend is the point of no return, as TensorFlow's runtime is.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from typing import Any
@@ -17,6 +16,8 @@ from typing import Any
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter, Released, installed_version
+from jupyter_gpumem.frameworks.base import fraction_of as _fraction
+from jupyter_gpumem.frameworks.base import one_fraction as pool_fraction
 from jupyter_gpumem.units import MiB
 
 # cuBLAS/cuDNN handles and XLA's autotuning workspaces per GPU, outside its allocator pool.
@@ -133,17 +134,6 @@ def _gpu_plugin() -> str | None:
             return distribution
     jaxlib = installed_version(("jaxlib",)) or ""
     return "jaxlib" if "cuda" in jaxlib or "rocm" in jaxlib else None  # before plugins: jaxlib 0.4.x+cuda12
-
-
-def pool_fraction(plan: Plan) -> float | None:
-    """The one fraction JAX takes for every GPU: each GPU's allocator limit (its budget minus the CUDA
-    context and libraries) over its total, the smallest, so that the whole process stays inside every budget."""
-    fractions = [_fraction(g.allocator_limit_bytes, g.total_bytes) for g in plan.gpus if g.allocator_limit_bytes]
-    return min(fractions) if fractions else None
-
-
-def _fraction(limit: int, total: int) -> float:
-    return math.floor(limit / total * 10_000) / 10_000  # rounded down: never above the limit
 
 
 def _gpus() -> list[Any]:

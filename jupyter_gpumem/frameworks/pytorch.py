@@ -12,14 +12,17 @@ build can do (threads, the initialisation check, stats that must not start CUDA)
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.frameworks.base import Adapter, PeakKeeper, Released
+from jupyter_gpumem.frameworks.base import Adapter, PeakKeeper, Released, one_fraction
 from jupyter_gpumem.units import MiB, format_mib
 
 # cuBLAS/cuDNN handles and workspaces PyTorch creates per GPU on first use, outside its allocator.
@@ -28,6 +31,7 @@ LIBRARY_BYTES = 100 * MiB
 
 class TorchConfig(Protocol):
     def version(self) -> str: ...
+    def reads_fraction_setting(self) -> bool: ...  # per_process_memory_fraction in its allocator settings; no import
     def cuda_version(self) -> str | None: ...  # torch.version.cuda (or .hip); None: a CPU-only build
     def initialised(self) -> bool: ...
     def on_cuda_start(self, call: Callable[[], None]) -> None: ...  # now, if CUDA has started
@@ -53,6 +57,9 @@ class RealTorchConfig:
 
     def version(self) -> str:
         return str(self._torch.__version__)
+
+    def reads_fraction_setting(self) -> bool:
+        return reads_fraction_setting()
 
     def cuda_version(self) -> str | None:
         built = self._torch.version
@@ -128,9 +135,17 @@ class PyTorch(Adapter):
 
     def environment(self, plan: Plan) -> dict[str, str]:
         env = super().environment(plan)
+        name = _settings_variable()
+        settings = os.environ.get(name, "")
         if plan.policy.growth is not None:
-            name = _settings_variable()
-            env[name] = _with_expandable(os.environ.get(name, ""), plan.policy.growth)
+            settings = _with_setting(settings, "expandable_segments", str(plan.policy.growth))
+        fraction = one_fraction(plan)
+        if fraction is not None and self.config.reads_fraction_setting():
+            # For the processes this kernel starts (they inherit it): one fraction for every GPU, the smallest. In
+            # this kernel each GPU's own fraction replaces it when CUDA starts (apply).
+            settings = _with_setting(settings, "per_process_memory_fraction", f"{fraction:.4f}")
+        if settings != os.environ.get(name, ""):
+            env[name] = settings
         return env
 
     def initialised(self) -> bool:
@@ -247,9 +262,25 @@ def _settings_variable() -> str:
     return "PYTORCH_ALLOC_CONF" if "PYTORCH_ALLOC_CONF" in os.environ else "PYTORCH_CUDA_ALLOC_CONF"
 
 
-def _with_expandable(settings: str, on: bool) -> str:
-    """The user's allocator settings with expandable_segments set, everything else kept."""
-    kept = [
-        item for item in settings.split(",") if item.strip() and item.split(":")[0].strip() != "expandable_segments"
-    ]
-    return ",".join([*kept, f"expandable_segments:{on}"])
+def _with_setting(settings: str, key: str, value: str) -> str:
+    """The user's allocator settings with ``key`` set, everything else kept."""
+    kept = [item for item in settings.split(",") if item.strip() and item.split(":")[0].strip() != key]
+    return ",".join([*kept, f"{key}:{value}"])
+
+
+# Where PyTorch's allocator lists the settings it reads (CUDAAllocatorConfig::getAllocatorConfigKeys), in the
+# headers its wheels carry: a build reads per_process_memory_fraction if its own header names it (pytorch#161035).
+CONFIG_HEADERS = ("include/c10/cuda/CUDAAllocatorConfig.h", "include/c10/core/AllocatorConfig.h")
+
+
+@functools.cache
+def reads_fraction_setting() -> bool:
+    """Whether the installed PyTorch reads per_process_memory_fraction from PYTORCH_CUDA_ALLOC_CONF, from its
+    own headers, found without importing it; False where they are not installed (then only the call applies)."""
+    spec = importlib.util.find_spec("torch") if "torch" not in sys.modules else sys.modules["torch"].__spec__
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        for header in CONFIG_HEADERS:
+            path = Path(location) / header
+            if path.is_file() and '"per_process_memory_fraction"' in path.read_text(errors="replace"):
+                return True
+    return False

@@ -24,8 +24,15 @@ GPU_B = ("GPU-b2b2b2b2-0000-4000-8000-000000000002", 8192 * MiB)  # NVML index 1
 
 
 class RecordingTorchConfig:
-    def __init__(self, devices: list[tuple[str, int]], started: bool = False, interop_started: bool = False):
+    def __init__(
+        self,
+        devices: list[tuple[str, int]],
+        started: bool = False,
+        interop_started: bool = False,
+        reads_fraction: bool = False,
+    ):
         self.devices = devices
+        self.reads_fraction = reads_fraction  # PyTorch with per_process_memory_fraction in its allocator settings
         self.started = started
         self.interop_started = interop_started
         self.queued: list[Callable[[], None]] = []
@@ -36,6 +43,9 @@ class RecordingTorchConfig:
 
     def version(self) -> str:
         return "2.x"
+
+    def reads_fraction_setting(self) -> bool:
+        return self.reads_fraction
 
     def initialised(self) -> bool:
         return self.started
@@ -163,6 +173,30 @@ def test_growth_is_expandable_segments_and_keeps_the_users_other_settings(scenar
     assert "PYTORCH_CUDA_ALLOC_CONF" not in adapter.environment(plan_for("threads=1"))
 
 
+def test_where_pytorch_reads_the_fraction_setting_processes_started_from_the_kernel_inherit_it(scenario, monkeypatch):
+    scenario("s1_two_gpus")
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128")
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
+    plan = plan_for("fraction=0.5")
+    smallest = min(g.allocator_limit_bytes / g.total_bytes for g in plan.gpus if g.allocator_limit_bytes)
+    env = PyTorch(RecordingTorchConfig([GPU_A, GPU_B], reads_fraction=True)).environment(plan)
+    kept, fraction = env["PYTORCH_CUDA_ALLOC_CONF"].split(",")
+    assert kept == "max_split_size_mb:128" and fraction.startswith("per_process_memory_fraction:")
+    assert smallest - 0.0001 < float(fraction.split(":")[1]) <= smallest < 0.5  # each GPU's budget holds
+
+
+def test_an_older_pytorch_keeps_the_call_alone(scenario, monkeypatch):
+    scenario("s1_two_gpus")
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
+    config = RecordingTorchConfig([GPU_A, GPU_B])
+    adapter = PyTorch(config)
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in adapter.environment(plan_for("fraction=0.5"))
+    adapter.apply(plan_for("fraction=0.5"))
+    config.start_cuda()
+    assert [call[0] for call in config.calls] == ["fraction", "fraction"]
+
+
 def test_a_failure_at_cuda_start_never_reaches_the_users_call(scenario, capsys):
     scenario("s1_two_gpus")
     config = RecordingTorchConfig([GPU_A, GPU_B])
@@ -236,3 +270,4 @@ def test_real_torch_queues_the_fraction_and_reads_stats_without_starting_cuda(sc
     assert not adapter.initialised() and not torch.cuda.is_initialized()
     assert adapter.in_force()[-1] == "PyTorch has not started CUDA yet."
     assert adapter.version() == torch.__version__ == "2.13.0+cpu"
+    assert RealTorchConfig().reads_fraction_setting()  # 2.13's CUDAAllocatorConfig.h lists per_process_memory_fraction
