@@ -9,6 +9,7 @@ or framework call on its path. The hooks cost microseconds (benchmarks/cells.py)
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -23,6 +24,7 @@ from jupyter_gpumem.render.cells import Cell, first_line, span, tables
 from jupyter_gpumem.wire.comm import Cell as CellSpan
 
 KEEP = 1000  # cells remembered
+log = logging.getLogger("jupyter_gpumem")
 
 
 class Recorder:
@@ -37,6 +39,18 @@ class Recorder:
     # ------------------------------------------------------------------ main thread: IPython's events
 
     def before(self, info: Any = None) -> None:
+        try:
+            self._before(info)
+        except Exception:  # the user's cell matters, not its record: ours goes to the log
+            log.exception("jupyter-gpumem: recording a cell's start failed")
+
+    def after(self, result: Any = None) -> None:
+        try:
+            self._after(result)
+        except Exception:
+            log.exception("jupyter-gpumem: recording a cell's end failed")
+
+    def _before(self, info: Any) -> None:
         started = self._started()
         self._reset = {a.name: a.reset_peak() for a in started}
         # Its execution count is known when it ends (IPython versions differ on when they count it): until then
@@ -48,7 +62,7 @@ class Recorder:
             self._cells.append(cell)
         self._running = cell
 
-    def after(self, result: Any = None) -> None:
+    def _after(self, result: Any) -> None:
         cell, self._running = self._running, None
         if cell is None:
             return
