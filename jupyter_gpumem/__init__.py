@@ -79,10 +79,15 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(GpumemMagics)
     if on_post_run_cell not in ipython.events.callbacks["post_run_cell"]:
         ipython.events.register("post_run_cell", on_post_run_cell)
+    cells = stream(ipython).cells  # %gpumem cells: after the advisor, which names a cell that ended before
+    if cells.before not in ipython.events.callbacks["pre_run_cell"]:
+        ipython.events.register("pre_run_cell", cells.before)
+        ipython.events.register("post_run_cell", cells.after)
+    stream(ipython).sampler.start()  # the cells' figures as nvidia-smi counts them come from its readings
     if first:
         lines = controller(ipython).load_defaults()
         if lines:
-            _say("\n".join(lines), ipython)
+            _say(lines, ipython)
         path = kernel_report_path()
         if path is not None:  # in a kernel: its server reads what it reports (publish.py)
             publisher = stream(ipython).publish_to(path)
@@ -109,18 +114,20 @@ def _log_where_the_kernel_logs(ipython: Any) -> None:
         log.propagate = False
 
 
-def _say(text: str, ipython: Any) -> None:
-    """Print ``text`` where the user sees it. Loaded at kernel start (listed in the kernel's
-    configuration), output answers no request and no frontend shows it: then it goes to the first
-    cell that runs."""
+def _say(lines: list[str], ipython: Any) -> None:
+    """Show ``lines`` where the user sees them (HTML in a notebook, text elsewhere). Loaded at kernel start
+    (listed in the kernel's configuration), output answers no request and no frontend shows it: then they go to
+    the first cell that runs."""
+    from jupyter_gpumem.kernel.control import say
+
     header = getattr(ipython, "parent_header", None)
     if not isinstance(header, dict) or header.get("msg_id"):
-        print(text)  # plain IPython, or inside a cell (%load_ext)
+        say(lines)  # plain IPython, or inside a cell (%load_ext)
         return
 
     def first_cell(info: Any) -> None:
         ipython.events.unregister("pre_run_cell", first_cell)
-        print(text)
+        say(lines)
 
     ipython.events.register("pre_run_cell", first_cell)
 
@@ -145,7 +152,11 @@ def _connect_sidebar(interval_s: float | None = None, history_s: float | None = 
 
 def unload_ipython_extension(ipython: Any) -> None:
     from jupyter_gpumem.kernel.advisor import on_post_run_cell
+    from jupyter_gpumem.kernel.stream import _stream
 
     ipython.magics_manager.magics["line"].pop("gpumem", None)
     if on_post_run_cell in ipython.events.callbacks["post_run_cell"]:
         ipython.events.unregister("post_run_cell", on_post_run_cell)
+    if _stream is not None and _stream.cells.before in ipython.events.callbacks["pre_run_cell"]:
+        ipython.events.unregister("pre_run_cell", _stream.cells.before)
+        ipython.events.unregister("post_run_cell", _stream.cells.after)

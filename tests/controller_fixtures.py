@@ -67,7 +67,7 @@ class Framework(Adapter):
     def in_force(self) -> list[str]:
         return [f"{self.name}: as started"]
 
-    def memory_in_use(self) -> tuple[Allocator, ...]:
+    def memory_in_use(self, cell: bool = False) -> tuple[Allocator, ...]:
         return self.pools
 
     def concatenate(self, values: list[Any]) -> Any:

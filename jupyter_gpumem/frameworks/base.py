@@ -5,12 +5,20 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
+import math
 import sys
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, NamedTuple
 
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
+
+
+class Released(NamedTuple):
+    """What ``%gpumem free`` got from a framework: a sentence, and whether only a restart gives its pool back."""
+
+    sentence: str
+    restart_only: bool = False
 
 
 class Adapter(ABC):
@@ -78,9 +86,33 @@ class Adapter(ABC):
         """What the framework runs with now, read without initialising it."""
 
     @abstractmethod
-    def memory_in_use(self) -> tuple[Allocator, ...]:
+    def memory_in_use(self, cell: bool = False) -> tuple[Allocator, ...]:
         """The allocator per framework GPU, in the framework's order; empty until the runtime has
-        started. Must not start it (the sampler calls this every interval)."""
+        started. Must not start it (the sampler calls this every interval). The peak is the kernel's;
+        ``cell``: since the last ``reset_peak`` (the running cell's), where the framework can reset it."""
+
+    def reset_peak(self) -> bool:
+        """Start the allocator's peak afresh for the cell about to run, keeping the kernel's own peak for
+        memory_in_use; False where the framework cannot reset it (JAX) or has not started (never starts it)."""
+        return False
+
+    def release(self) -> Released | None:
+        """Give back to the driver what the started framework holds but no live array uses (``%gpumem free``,
+        after a garbage collection); None where it has not started. Never starts it."""
+        return None
+
+
+class PeakKeeper:
+    """The kernel's own peak per GPU across the per-cell resets of a framework's peak counter."""
+
+    def __init__(self) -> None:
+        self.peaks: list[int] = []
+
+    def before_reset(self, peaks: list[int]) -> None:
+        self.peaks = [max(p, self.peaks[i] if i < len(self.peaks) else 0) for i, p in enumerate(peaks)]
+
+    def kernel(self, index: int, peak: int) -> int:
+        return max(peak, self.peaks[index] if index < len(self.peaks) else 0)
 
 
 @functools.cache
@@ -92,3 +124,15 @@ def installed_version(distributions: tuple[str, ...]) -> str | None:
         except importlib.metadata.PackageNotFoundError:
             continue
     return None
+
+
+def one_fraction(plan: Plan) -> float | None:
+    """One fraction of each GPU's total for every GPU, where a framework takes one for all (JAX; PyTorch's
+    environment): each GPU's allocator limit (its budget minus the CUDA context and libraries) over its total,
+    the smallest, so that the whole process stays inside every budget."""
+    fractions = [fraction_of(g.allocator_limit_bytes, g.total_bytes) for g in plan.gpus if g.allocator_limit_bytes]
+    return min(fractions) if fractions else None
+
+
+def fraction_of(limit: int, total: int) -> float:
+    return math.floor(limit / total * 10_000) / 10_000  # rounded down: never above the limit

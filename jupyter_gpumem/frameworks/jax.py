@@ -9,14 +9,15 @@ them: the backend is the point of no return, as TensorFlow's runtime is.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from typing import Any
 
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.frameworks.base import Adapter, installed_version
+from jupyter_gpumem.frameworks.base import Adapter, Released, installed_version
+from jupyter_gpumem.frameworks.base import fraction_of as _fraction
+from jupyter_gpumem.frameworks.base import one_fraction as pool_fraction
 from jupyter_gpumem.units import MiB
 
 # cuBLAS/cuDNN handles and XLA's autotuning workspaces per GPU, outside its allocator pool.
@@ -90,10 +91,26 @@ class Jax(Adapter):
     def concatenate(self, values: list[Any]) -> Any:
         return sys.modules["jax.numpy"].concatenate(values, axis=0)
 
-    def memory_in_use(self) -> tuple[Allocator, ...]:
+    def memory_in_use(self, cell: bool = False) -> tuple[Allocator, ...]:
+        # JAX cannot reset peak_bytes_in_use: the cell's peak is told only where it raised the kernel's.
         if not (self.imported() and self.initialised()):
             return ()
         return tuple(_allocator(device.memory_stats() or {}) for device in _gpus())
+
+    def release(self) -> Released | None:
+        if not (self.imported() and self.initialised()):
+            return None
+        sys.modules["jax"].clear_caches()
+        if os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").lower() == "platform":
+            return Released(
+                "JAX cleared its compilation caches (jax.clear_caches()); its platform allocator has "
+                "given freed arrays back to the driver."
+            )
+        return Released(
+            "JAX cleared its compilation caches (jax.clear_caches()); its allocator keeps the pool it has taken "
+            "(preallocated, or grown) for its own reuse, so only a restart gives that back.",
+            restart_only=True,
+        )
 
     def in_force(self) -> list[str]:
         version = sys.modules["jax"].__version__
@@ -117,17 +134,6 @@ def _gpu_plugin() -> str | None:
             return distribution
     jaxlib = installed_version(("jaxlib",)) or ""
     return "jaxlib" if "cuda" in jaxlib or "rocm" in jaxlib else None  # before plugins: jaxlib 0.4.x+cuda12
-
-
-def pool_fraction(plan: Plan) -> float | None:
-    """The one fraction JAX takes for every GPU: each GPU's allocator limit (its budget minus the CUDA
-    context and libraries) over its total, the smallest, so that the whole process stays inside every budget."""
-    fractions = [_fraction(g.allocator_limit_bytes, g.total_bytes) for g in plan.gpus if g.allocator_limit_bytes]
-    return min(fractions) if fractions else None
-
-
-def _fraction(limit: int, total: int) -> float:
-    return math.floor(limit / total * 10_000) / 10_000  # rounded down: never above the limit
 
 
 def _gpus() -> list[Any]:

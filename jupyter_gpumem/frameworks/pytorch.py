@@ -12,14 +12,17 @@ build can do (threads, the initialisation check, stats that must not start CUDA)
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.frameworks.base import Adapter
+from jupyter_gpumem.frameworks.base import Adapter, PeakKeeper, Released, one_fraction
 from jupyter_gpumem.units import MiB, format_mib
 
 # cuBLAS/cuDNN handles and workspaces PyTorch creates per GPU on first use, outside its allocator.
@@ -28,6 +31,7 @@ LIBRARY_BYTES = 100 * MiB
 
 class TorchConfig(Protocol):
     def version(self) -> str: ...
+    def reads_fraction_setting(self) -> bool: ...  # per_process_memory_fraction in its allocator settings; no import
     def cuda_version(self) -> str | None: ...  # torch.version.cuda (or .hip); None: a CPU-only build
     def initialised(self) -> bool: ...
     def on_cuda_start(self, call: Callable[[], None]) -> None: ...  # now, if CUDA has started
@@ -40,6 +44,8 @@ class TorchConfig(Protocol):
     def set_threads(self, intra: int | None, inter: int | None) -> None: ...
     def threads(self) -> tuple[int, int]: ...
     def memory(self, index: int) -> tuple[int, int, int]: ...  # allocated, max allocated, reserved
+    def reset_peak(self, index: int) -> None: ...  # max allocated starts again from allocated; CUDA has started
+    def empty_cache(self) -> None: ...  # CUDA has started
 
 
 class RealTorchConfig:
@@ -51,6 +57,9 @@ class RealTorchConfig:
 
     def version(self) -> str:
         return str(self._torch.__version__)
+
+    def reads_fraction_setting(self) -> bool:
+        return reads_fraction_setting()
 
     def cuda_version(self) -> str | None:
         built = self._torch.version
@@ -102,6 +111,12 @@ class RealTorchConfig:
         cuda = self._torch.cuda
         return cuda.memory_allocated(index), cuda.max_memory_allocated(index), cuda.memory_reserved(index)
 
+    def reset_peak(self, index: int) -> None:
+        self._torch.cuda.reset_peak_memory_stats(index)
+
+    def empty_cache(self) -> None:
+        self._torch.cuda.empty_cache()
+
 
 class PyTorch(Adapter):
     name = "PyTorch"
@@ -116,12 +131,21 @@ class PyTorch(Adapter):
     def __init__(self, config: TorchConfig | None = None):
         self.config: TorchConfig = config or RealTorchConfig()
         self.problems: list[str] = []  # what went wrong when CUDA started, for in_force
+        self._peaks = PeakKeeper()
 
     def environment(self, plan: Plan) -> dict[str, str]:
         env = super().environment(plan)
+        name = _settings_variable()
+        settings = os.environ.get(name, "")
         if plan.policy.growth is not None:
-            name = _settings_variable()
-            env[name] = _with_expandable(os.environ.get(name, ""), plan.policy.growth)
+            settings = _with_setting(settings, "expandable_segments", str(plan.policy.growth))
+        fraction = one_fraction(plan)
+        if fraction is not None and self.config.reads_fraction_setting():
+            # For the processes this kernel starts (they inherit it): one fraction for every GPU, the smallest. In
+            # this kernel each GPU's own fraction replaces it when CUDA starts (apply).
+            settings = _with_setting(settings, "per_process_memory_fraction", f"{fraction:.4f}")
+        if settings != os.environ.get(name, ""):
+            env[name] = settings
         return env
 
     def initialised(self) -> bool:
@@ -189,13 +213,28 @@ class PyTorch(Adapter):
             self.problems.append(f"the memory fraction could not be set ({type(error).__name__}: {error})")
             print(f"jupyter-gpumem: PyTorch: {self.problems[-1]}; it runs without a cap.", file=sys.stderr)
 
-    def memory_in_use(self) -> tuple[Allocator, ...]:
+    def memory_in_use(self, cell: bool = False) -> tuple[Allocator, ...]:
         if not (self.imported() and self.initialised()):
             return ()
         return tuple(
-            Allocator(in_use, peak, reserved)
-            for in_use, peak, reserved in map(self.config.memory, range(self.config.device_count()))
+            Allocator(in_use, peak if cell else self._peaks.kernel(index, peak), reserved)
+            for index, (in_use, peak, reserved) in enumerate(map(self.config.memory, range(self.config.device_count())))
         )
+
+    def reset_peak(self) -> bool:
+        if not (self.imported() and self.initialised()):
+            return False
+        indices = range(self.config.device_count())
+        self._peaks.before_reset([self.config.memory(index)[1] for index in indices])
+        for index in indices:
+            self.config.reset_peak(index)
+        return True
+
+    def release(self) -> Released | None:
+        if not (self.imported() and self.initialised()):
+            return None
+        self.config.empty_cache()
+        return Released("PyTorch gave its cache of freed blocks back to the driver (torch.cuda.empty_cache()).")
 
     def in_force(self) -> list[str]:
         intra, inter = self.config.threads()
@@ -223,9 +262,25 @@ def _settings_variable() -> str:
     return "PYTORCH_ALLOC_CONF" if "PYTORCH_ALLOC_CONF" in os.environ else "PYTORCH_CUDA_ALLOC_CONF"
 
 
-def _with_expandable(settings: str, on: bool) -> str:
-    """The user's allocator settings with expandable_segments set, everything else kept."""
-    kept = [
-        item for item in settings.split(",") if item.strip() and item.split(":")[0].strip() != "expandable_segments"
-    ]
-    return ",".join([*kept, f"expandable_segments:{on}"])
+def _with_setting(settings: str, key: str, value: str) -> str:
+    """The user's allocator settings with ``key`` set, everything else kept."""
+    kept = [item for item in settings.split(",") if item.strip() and item.split(":")[0].strip() != key]
+    return ",".join([*kept, f"{key}:{value}"])
+
+
+# Where PyTorch's allocator lists the settings it reads (CUDAAllocatorConfig::getAllocatorConfigKeys), in the
+# headers its wheels carry: a build reads per_process_memory_fraction if its own header names it (pytorch#161035).
+CONFIG_HEADERS = ("include/c10/cuda/CUDAAllocatorConfig.h", "include/c10/core/AllocatorConfig.h")
+
+
+@functools.cache
+def reads_fraction_setting() -> bool:
+    """Whether the installed PyTorch reads per_process_memory_fraction from PYTORCH_CUDA_ALLOC_CONF, from its
+    own headers, found without importing it; False where they are not installed (then only the call applies)."""
+    spec = importlib.util.find_spec("torch") if "torch" not in sys.modules else sys.modules["torch"].__spec__
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        for header in CONFIG_HEADERS:
+            path = Path(location) / header
+            if path.is_file() and '"per_process_memory_fraction"' in path.read_text(errors="replace"):
+                return True
+    return False

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.frameworks.base import Adapter
+from jupyter_gpumem.frameworks.base import Adapter, PeakKeeper, Released
 from jupyter_gpumem.units import MiB, format_mib
 
 # cuDNN/cuBLAS handles and workspaces TensorFlow creates with each GPU device, on top of the CUDA
@@ -34,6 +34,7 @@ class TfConfig(Protocol):
     def set_threads(self, intra: int | None, inter: int | None) -> None: ...
     def threads(self) -> tuple[int, int]: ...  # 0: TensorFlow's default (all cores)
     def memory_info(self) -> list[tuple[int, int]]: ...  # in use, peak per GPU; only once initialised
+    def reset_peaks(self) -> None: ...  # each GPU's peak starts again from its in use; only once initialised
     def build_info(self) -> dict[str, Any]: ...  # tf.sysconfig.get_build_info(): is_cuda_build, cuda_version...
 
 
@@ -95,6 +96,11 @@ class RealTfConfig:
             stats.append((int(info["current"]), int(info["peak"])))
         return stats
 
+    def reset_peaks(self) -> None:
+        experimental = self._tf.config.experimental
+        for position, _ in enumerate(self._tf.config.list_logical_devices("GPU")):
+            experimental.reset_memory_stats(f"GPU:{position}")
+
     def build_info(self) -> dict[str, Any]:
         return dict(self._tf.sysconfig.get_build_info())
 
@@ -111,6 +117,7 @@ class TensorFlow(Adapter):
 
     def __init__(self, config: TfConfig | None = None):
         self.config: TfConfig = config or RealTfConfig()
+        self._peaks = PeakKeeper()
 
     def environment(self, plan: Plan) -> dict[str, str]:
         env = super().environment(plan)
@@ -175,14 +182,31 @@ class TensorFlow(Adapter):
     def concatenate(self, values: list[Any]) -> Any:
         return sys.modules["tensorflow"].concat(values, axis=0)
 
-    def memory_in_use(self) -> tuple[Allocator, ...]:
+    def memory_in_use(self, cell: bool = False) -> tuple[Allocator, ...]:
         if not (self.imported() and self.initialised()):
             return ()
         pools = [self._pool(gpu) for gpu in self.config.visible_gpus()]
-        return tuple(
+        allocators = []
+        for index, ((in_use, peak), pool) in enumerate(zip(self.config.memory_info(), pools, strict=False)):
+            ever = self._peaks.kernel(index, peak)
             # With growth off the allocator takes its whole memory_limit at its first allocation.
-            Allocator(in_use, peak, pool if peak else None)
-            for (in_use, peak), pool in zip(self.config.memory_info(), pools, strict=False)
+            allocators.append(Allocator(in_use, peak if cell else ever, pool if ever else None))
+        return tuple(allocators)
+
+    def reset_peak(self) -> bool:
+        if not (self.imported() and self.initialised()):
+            return False
+        self._peaks.before_reset([peak for _, peak in self.config.memory_info()])
+        self.config.reset_peaks()
+        return True
+
+    def release(self) -> Released | None:
+        if not (self.imported() and self.initialised()):
+            return None
+        return Released(
+            "TensorFlow's allocator never gives memory back to the driver (tensorflow#17048): what it has "
+            "taken stays this kernel's until a restart.",
+            restart_only=True,
         )
 
     def _pool(self, gpu: Any) -> int | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jupyter_gpumem.budget.reading import Reading
@@ -213,14 +213,40 @@ def _causes(
     return [f"  Also likely: {cause}." for cause in causes]
 
 
-def advise(report: OutOfMemory) -> Advice:
-    """The diagnosis of ``report`` with this kernel's figures now."""
+def advise(report: OutOfMemory, error: BaseException | None = None) -> Advice:
+    """The diagnosis of ``report`` with this kernel's figures now; with the ``error`` itself, also the cell that
+    raised this kernel's memory and what its traceback keeps alive."""
     from jupyter_gpumem.gpu.snapshot import take_snapshot
     from jupyter_gpumem.kernel.control import controller
 
     control = controller()
     reading = control.read(take_snapshot())
-    return diagnose(report, reading, control.framework_uuids(reading), reading.state.policy.growth)
+    uuids = control.framework_uuids(reading)
+    advice = diagnose(report, reading, uuids, reading.state.policy.growth)
+    if error is None:
+        return advice
+    return replace(advice, lines=(*advice.lines, *_cells_and_traceback(report, reading, uuids, error, control)))
+
+
+def _cells_and_traceback(
+    report: OutOfMemory, reading: Reading, uuids: list[str], error: BaseException, control: Any
+) -> list[str]:
+    from jupyter_gpumem.kernel.free import held_tensors
+    from jupyter_gpumem.kernel.stream import stream
+    from jupyter_gpumem.render.cells import culprit
+
+    device = _device(reading, report, uuids) if report.measurable else None
+    named = culprit(stream().cells.finished(), device.uuid) if device is not None and device.uuid else None
+    held = held_tensors(error.__traceback__, control.adapters.values())
+    kept = [f"{count} {name} tensor{'s' if count > 1 else ''}" for name, count in held.items()]
+    return [
+        *([named] if named else []),
+        *(
+            [f"  Its traceback keeps {' and '.join(kept)} of the failed call alive: %gpumem free releases "
+             f"{'it' if sum(held.values()) == 1 else 'them'} (and nothing you still reference)."]
+            if kept else []
+        ),
+    ]  # fmt: skip
 
 
 def on_post_run_cell(result: Any) -> None:
@@ -232,7 +258,7 @@ def on_post_run_cell(result: Any) -> None:
         if report is None:
             return
         errors += 1
-        last = advise(report)
+        last = advise(report, error)
         print("\n".join(last.lines))
     except Exception:  # the user's own error is what matters; ours goes to the log
         log.exception("jupyter-gpumem: the out-of-memory advisor failed")

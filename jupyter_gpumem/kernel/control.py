@@ -36,7 +36,7 @@ from jupyter_gpumem.frameworks.choice import referenced_in, targets
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.gpu.snapshot import take_snapshot
 from jupyter_gpumem.kernel.importhook import ImportWatch, importing
-from jupyter_gpumem.render import messages
+from jupyter_gpumem.render import html, messages
 
 
 class Controller:
@@ -273,12 +273,12 @@ class Controller:
         try:
             if state.applied:
                 if state.policy.framework == "auto" and adapter not in state.adapters:
-                    print("\n".join(self._apply_too(adapter, state)))
+                    say(self._apply_too(adapter, state))
             elif state.plan is None or adapter not in targets(state.policy, self.adapters, self._referenced):
                 self.state = self._decide(state.policy, None)  # nothing to apply: only the names change
             else:
                 plan = self._plan(state.policy, self.snapshot(), [adapter])
-                print("\n".join(self._apply(self._state(state.policy, plan, [adapter], True))))
+                say(self._apply(self._state(state.policy, plan, [adapter], True)))
         except Exception as error:  # never break the user's import
             print(
                 f"jupyter-gpumem could not apply {state.policy.describe()} to {adapter.name} "
@@ -299,6 +299,14 @@ class Controller:
         )
         self.state = state
         return messages.applied_too(adapter, applied, state, notes)
+
+
+def say(lines: list[str]) -> None:
+    """The kernel's messages as HTML in a notebook frontend (like %gpumem status), the same lines as text in a
+    terminal or a log."""
+    from IPython.display import display
+
+    display(html.lines(lines))  # type: ignore[no-untyped-call]
 
 
 def _no_gpu(adapters: Sequence[Framework], plan: Plan) -> str | None:

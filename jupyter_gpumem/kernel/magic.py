@@ -10,7 +10,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
 from jupyter_gpumem.budget.policy import PolicyError, parse
-from jupyter_gpumem.kernel.control import Controller, controller
+from jupyter_gpumem.kernel.control import Controller, controller, say
 from jupyter_gpumem.render import html
 from jupyter_gpumem.render.explain import explain
 from jupyter_gpumem.render.text import render
@@ -33,6 +33,15 @@ Usage:
   %gpumem explain         why this kernel's memory differs from its budget right now, in its own
                           numbers (memory outside the allocator, every visible GPU, N/A), and what
                           to change
+  %gpumem cells [N]       which cell took the memory: the last 20 (or N) cells with their first line,
+                          duration, peak, what they left held and the change, as nvidia-smi counts
+                          it (from the readings every interval: a shorter peak can be missed) and by
+                          the framework's allocator (exact, once it has started)
+  %gpumem free            give back what the kernel can without a restart: the last error's traceback
+                          (which keeps its frames' tensors alive), a garbage collection, PyTorch's
+                          cache; and say what came back, as nvidia-smi counts it and by the
+                          allocator. Nothing you still reference is touched. TensorFlow's allocator
+                          never gives memory back: it says what a restart would.
   %gpumem reset           forget a policy that has not been applied yet
   %gpumem --help          this text (also: %gpumem help, %gpumem -h)
 
@@ -71,6 +80,8 @@ in force and changes nothing. Restart the kernel and run %gpumem first.
 Administrators set defaults and ceilings with JUPYTER_GPUMEM_* variables or c.GpumemConfig
 (docs/configuration.md). From code: jupyter_gpumem.take_snapshot() returns the status figures.
 """
+
+CELLS_SHOWN = 20  # the last cells %gpumem cells lists, unless told how many
 
 # How long a one-off status call watches new processes to give them a CPU% figure.
 STATUS_CPU_WINDOW_S = 0.2
@@ -113,15 +124,27 @@ class GpumemMagics(Magics):
 
             show(shell=self.shell, display_now=True)
         elif command == "reset" and len(words) <= 1:
-            print("\n".join(control.reset()))
+            say(control.reset())
+        elif command == "cells" and (len(words) == 1 or (len(words) == 2 and words[1].isdigit())):
+            from jupyter_gpumem.kernel.cells import report
+            from jupyter_gpumem.kernel.stream import stream
+
+            kept = stream(self.shell)
+            shown = int(words[1]) if len(words) == 2 else CELLS_SHOWN
+            display(report(kept.cells, control, kept.sampler.interval_s, shown))  # type: ignore[no-untyped-call]
+        elif command == "free" and len(words) <= 1:
+            from jupyter_gpumem.kernel.free import free
+            from jupyter_gpumem.render.free import lines as freed_lines
+
+            say(freed_lines(free(self.shell, control)))
         elif all("=" in word for word in words):
             try:
-                print("\n".join(control.request(parse(words))))
+                say(control.request(parse(words)))
             except PolicyError as error:
                 _refuse(f"{error} Nothing was changed.")
         else:
             _refuse(
-                f"%gpumem does not know {' '.join(words)!r}. It accepts: status, explain, reset, show, "
+                f"%gpumem does not know {' '.join(words)!r}. It accepts: status, cells, explain, free, reset, show, "
                 "key=value settings, --help. Run %gpumem --help for details."
             )
 

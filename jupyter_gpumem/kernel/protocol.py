@@ -33,6 +33,7 @@ from jupyter_gpumem.wire.comm import (
     SampleMessage,
     UserShare,
 )
+from jupyter_gpumem.wire.comm import Cell as CellSpan
 from jupyter_gpumem.wire.comm import Configure as ConfigureMessage
 
 
@@ -40,13 +41,13 @@ class ProtocolError(ValueError):
     """A message that is not protocol 1; its text says what is wrong with it."""
 
 
-def encode_sample(reading: Reading, notice: Notice | None = None) -> Sample:
+def encode_sample(reading: Reading, notice: Notice | None = None, cells: list[CellSpan] | None = None) -> Sample:
     """One sample as JSON-ready data; ``notice``: what the server tells this kernel's user now, if anything
-    (publish.Publisher.notice)."""
+    (publish.Publisher.notice); ``cells``: the cells to mark (cells.Recorder.spans), carried only when there are."""
     snapshot, state = reading.snapshot, reading.state
     plan = state.plan
     hidden = {d.uuid for d in plan.hidden} if plan else set()
-    return {
+    sample: Sample = {
         "t": round(snapshot.taken_at, 3),
         "problem": snapshot.problem,
         "simulated": snapshot.simulated_scenario,
@@ -61,6 +62,9 @@ def encode_sample(reading: Reading, notice: Notice | None = None) -> Sample:
         "gpus": [_encode_device(d, reading, d.uuid in hidden) for d in snapshot.devices],
         "notice": notice,
     }
+    if cells:
+        sample["cells"] = cells
+    return sample
 
 
 def _encode_device(device: Device, reading: Reading, hidden: bool) -> Gpu:

@@ -28,7 +28,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from jupyter_gpumem._version import __version__
 from jupyter_gpumem.budget.plan import Ceiling
@@ -84,7 +84,8 @@ class Publisher:
             "oom_errors_total": oom_errors,
             "ceiling": {"max_fraction": ceiling.max_fraction, "max_limit_bytes": ceiling.max_limit_bytes},
             "idle_since": self.activity.idle_since,
-            "sample": figures_only(sample),
+            # Not the cells: their first lines are the user's code, which stays between the kernel and its frontends.
+            "sample": cast(Sample, {k: v for k, v in figures_only(sample).items() if k != "cells"}),
             "t": sample["t"],
         }
         now = sample["t"]

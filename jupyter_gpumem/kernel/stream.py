@@ -26,6 +26,7 @@ from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.snapshot import take_snapshot
 from jupyter_gpumem.kernel import advisor, protocol
 from jupyter_gpumem.kernel.alerts import Alerts
+from jupyter_gpumem.kernel.cells import Recorder
 from jupyter_gpumem.kernel.control import Controller, controller
 from jupyter_gpumem.kernel.publish import Publisher
 from jupyter_gpumem.kernel.sampler import Sampler
@@ -52,6 +53,8 @@ class Stream:
         self.comm: Any = None
         self.publisher: Publisher | None = None
         self.alerts = Alerts()
+        self.cells = Recorder(control)  # fed by IPython's cell events (load_ipython_extension) and every sample
+        self._sampled_t = 0.0  # when the last sample the sampler delivered was taken
         self.sampler: Sampler[Tick] = Sampler(self.take, self._deliver, keep=lambda tick: tick.figures)
         # The inline views (widget.py): added and removed on the main thread, fed by the sampler thread.
         self._views: tuple[Any, ...] = ()
@@ -62,7 +65,8 @@ class Stream:
         runtime has already started: the sampler must never be what starts it (Controller.read)."""
         reading = self.control.read(take_snapshot())
         notice = self.publisher.notice() if self.publisher is not None else None
-        return Tick(reading, protocol.encode_sample(reading, notice))
+        cells = self.cells.spans(self._sampled_t, reading.snapshot.taken_at)
+        return Tick(reading, protocol.encode_sample(reading, notice, cells))
 
     def connect(self, interval_s: float, history_s: float) -> None:
         settings = protocol.check_settings(interval_s, history_s)
@@ -113,6 +117,9 @@ class Stream:
         return self._views
 
     def _deliver(self, tick: Tick) -> None:
+        sample = tick.sample
+        self._sampled_t = sample["t"]
+        self.cells.observe(sample["t"], {g["uuid"]: g["own_bytes"] for g in sample["gpus"] if g["uuid"]})
         channel = self.comm
         if channel is not None:
             channel.send(protocol.sample_message(tick.sample))

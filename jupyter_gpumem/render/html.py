@@ -19,6 +19,7 @@ from jupyter_gpumem.budget.attribution import PidStance, pid_stance, unlisted_by
 from jupyter_gpumem.budget.privacy import others_line
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Device, Snapshot
+from jupyter_gpumem.render import cells as cells_words
 from jupyter_gpumem.render import table, viewtext
 from jupyter_gpumem.render.text import LOST, NA_MEMORY, kernel_lines, matched_pid, printable, unlisted_note
 from jupyter_gpumem.units import format_mib, format_percent, format_total
@@ -120,3 +121,18 @@ def _device(device: Device, reading: Reading | None, stance: PidStance | None) -
 def explain(lines: list[str]) -> Rich:
     """`%gpumem explain`: its lines, the indented ones as details under their GPU."""
     return Rich("\n".join(lines), render("explain.html.j2", lines=lines))
+
+
+def lines(text_lines: list[str], kind: str = "jp-GpuMem-messages") -> Rich:
+    """The kernel's messages (``%gpumem fraction=…``, ``free``, ``reset``, a framework's import applying the policy):
+    HTML in a notebook, the same lines as text in a terminal or a log."""
+    return Rich("\n".join(text_lines), render("lines.html.j2", lines=text_lines, kind=kind))
+
+
+def cells(found: list[cells_words.Table], interval_s: float, hidden: int) -> Rich:
+    """`%gpumem cells`: a table per GPU, with render/cells.py's text beside it."""
+    return Rich(
+        cells_words.text(found, interval_s, hidden),
+        render("cells.html.j2", tables=found, notes=cells_words.footer(found, interval_s, hidden) if found else [],
+               empty=cells_words.EMPTY),
+    )  # fmt: skip

@@ -62,6 +62,14 @@ class Notice(TypedDict):
     shutdown_at: float | None
 
 
+class Cell(TypedDict):
+    count: int | None
+    line: str
+    start_t: float
+    end_t: float | None
+    error: bool
+
+
 class Gpu(TypedDict):
     index: int
     uuid: str | None
@@ -107,6 +115,7 @@ class Sample(TypedDict):
     limit_note: NotRequired[str | None]
     gpus: list[Gpu]
     notice: NotRequired[Notice | None]  # absent in history
+    cells: NotRequired[list[Cell]]  # absent: no cell ended since the previous sample, none running
 
 
 class Hello(TypedDict):

@@ -94,7 +94,8 @@ export const COMM_SCHEMA = {
         notice: {
           anyOf: [{ $ref: '#/$defs/notice' }, { type: 'null' }],
           default: null
-        }
+        },
+        cells: { type: 'array', items: { $ref: '#/$defs/cell' }, default: [] }
       }
     },
     gpu: {
@@ -211,6 +212,17 @@ export const COMM_SCHEMA = {
         text: { type: 'string' },
         t: { type: 'number' },
         shutdown_at: { type: ['number', 'null'] }
+      }
+    },
+    cell: {
+      type: 'object',
+      required: ['count', 'line', 'start_t', 'end_t', 'error'],
+      properties: {
+        count: { type: ['integer', 'null'], minimum: 0 },
+        line: { type: 'string' },
+        start_t: { type: 'number' },
+        end_t: { type: ['number', 'null'] },
+        error: { type: 'boolean' }
       }
     }
   }

@@ -24,17 +24,28 @@ GPU_B = ("GPU-b2b2b2b2-0000-4000-8000-000000000002", 8192 * MiB)  # NVML index 1
 
 
 class RecordingTorchConfig:
-    def __init__(self, devices: list[tuple[str, int]], started: bool = False, interop_started: bool = False):
+    def __init__(
+        self,
+        devices: list[tuple[str, int]],
+        started: bool = False,
+        interop_started: bool = False,
+        reads_fraction: bool = False,
+    ):
         self.devices = devices
+        self.reads_fraction = reads_fraction  # PyTorch with per_process_memory_fraction in its allocator settings
         self.started = started
         self.interop_started = interop_started
         self.queued: list[Callable[[], None]] = []
         self.calls: list[tuple[Any, ...]] = []
         self.fractions = [1.0] * len(devices)
+        self.peaks: dict[int, int] = {}  # max_memory_allocated per GPU, once reset
         self.inter = 4
 
     def version(self) -> str:
         return "2.x"
+
+    def reads_fraction_setting(self) -> bool:
+        return self.reads_fraction
 
     def initialised(self) -> bool:
         return self.started
@@ -80,7 +91,17 @@ class RecordingTorchConfig:
         return 2, self.inter
 
     def memory(self, index: int) -> tuple[int, int, int]:
-        return (100 + index) * MiB, (200 + index) * MiB, (300 + index) * MiB
+        peak = self.peaks.get(index, (200 + index) * MiB)
+        return (100 + index) * MiB, peak, (300 + index) * MiB
+
+    def reset_peak(self, index: int) -> None:
+        assert self.started, "reset_peak_memory_stats starts CUDA"
+        self.peaks[index] = (100 + index) * MiB  # back to what is allocated now
+        self.calls.append(("reset_peak", index))
+
+    def empty_cache(self) -> None:
+        assert self.started, "empty_cache before CUDA starts does nothing"
+        self.calls.append(("empty_cache",))
 
 
 def plan_for(line: str):
@@ -152,6 +173,30 @@ def test_growth_is_expandable_segments_and_keeps_the_users_other_settings(scenar
     assert "PYTORCH_CUDA_ALLOC_CONF" not in adapter.environment(plan_for("threads=1"))
 
 
+def test_where_pytorch_reads_the_fraction_setting_processes_started_from_the_kernel_inherit_it(scenario, monkeypatch):
+    scenario("s1_two_gpus")
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128")
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
+    plan = plan_for("fraction=0.5")
+    smallest = min(g.allocator_limit_bytes / g.total_bytes for g in plan.gpus if g.allocator_limit_bytes)
+    env = PyTorch(RecordingTorchConfig([GPU_A, GPU_B], reads_fraction=True)).environment(plan)
+    kept, fraction = env["PYTORCH_CUDA_ALLOC_CONF"].split(",")
+    assert kept == "max_split_size_mb:128" and fraction.startswith("per_process_memory_fraction:")
+    assert smallest - 0.0001 < float(fraction.split(":")[1]) <= smallest < 0.5  # each GPU's budget holds
+
+
+def test_an_older_pytorch_keeps_the_call_alone(scenario, monkeypatch):
+    scenario("s1_two_gpus")
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
+    config = RecordingTorchConfig([GPU_A, GPU_B])
+    adapter = PyTorch(config)
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in adapter.environment(plan_for("fraction=0.5"))
+    adapter.apply(plan_for("fraction=0.5"))
+    config.start_cuda()
+    assert [call[0] for call in config.calls] == ["fraction", "fraction"]
+
+
 def test_a_failure_at_cuda_start_never_reaches_the_users_call(scenario, capsys):
     scenario("s1_two_gpus")
     config = RecordingTorchConfig([GPU_A, GPU_B])
@@ -183,6 +228,31 @@ def test_allocator_stats_only_once_cuda_has_started():
     )
 
 
+def test_a_cells_peak_starts_afresh_while_the_kernels_peak_is_kept():
+    config = RecordingTorchConfig([GPU_A, GPU_B], started=True)
+    import torch  # noqa: F401
+
+    adapter = PyTorch(config)
+    assert adapter.reset_peak()
+    assert config.calls == [("reset_peak", 0), ("reset_peak", 1)]
+    config.peaks[0] = 150 * MiB  # the cell reached 150 MiB on GPU 0
+    assert [a.peak for a in adapter.memory_in_use(cell=True)] == [150 * MiB, 101 * MiB]
+    assert [a.peak for a in adapter.memory_in_use()] == [200 * MiB, 201 * MiB]  # the kernel's, from before
+
+
+def test_free_empties_the_cache_only_once_cuda_has_started():
+    config = RecordingTorchConfig([GPU_A])
+    import torch  # noqa: F401
+
+    adapter = PyTorch(config)
+    assert adapter.release() is None and not adapter.reset_peak()
+    assert config.calls == []
+    config.started = True
+    released = adapter.release()
+    assert released is not None and "torch.cuda.empty_cache()" in released.sentence and not released.restart_only
+    assert config.calls == [("empty_cache",)]
+
+
 # ---------------------------------------------------------------------- the real torch (CPU build)
 
 
@@ -196,6 +266,8 @@ def test_real_torch_queues_the_fraction_and_reads_stats_without_starting_cuda(sc
     assert len(torch.cuda._queued_calls) == queued + 1  # runs when CUDA starts, as torch.manual_seed's do
     torch.cuda._queued_calls.pop()
     assert adapter.memory_in_use() == ()
+    assert adapter.release() is None and not adapter.reset_peak()  # %gpumem free and the cells never start CUDA
     assert not adapter.initialised() and not torch.cuda.is_initialized()
     assert adapter.in_force()[-1] == "PyTorch has not started CUDA yet."
     assert adapter.version() == torch.__version__ == "2.13.0+cpu"
+    assert RealTorchConfig().reads_fraction_setting()  # 2.13's CUDAAllocatorConfig.h lists per_process_memory_fraction

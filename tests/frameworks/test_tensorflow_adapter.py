@@ -192,6 +192,9 @@ class StartedTfConfig(RecordingTfConfig):
     def memory_info(self) -> list[tuple[int, int]]:
         return self.stats
 
+    def reset_peaks(self) -> None:
+        self.stats = [(in_use, in_use) for in_use, _ in self.stats]  # reset_memory_stats: peak = in use now
+
 
 @pytest.mark.parametrize(
     ("growth", "limit_mib", "peak", "forced_growth", "pool"),
@@ -212,3 +215,18 @@ def test_the_pool_is_known_only_when_tensorflow_preallocated_its_limit(
         monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", forced_growth)
     adapter = TensorFlow(StartedTfConfig(growth, limit_mib, in_use=100, peak=peak))
     assert adapter.memory_in_use() == (Allocator(100, peak, pool),)
+
+
+def test_a_cells_peak_starts_afresh_and_the_pool_stays_known(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorflow", types.ModuleType("tensorflow"))
+    config = StartedTfConfig(False, 3696, in_use=0, peak=200 * MiB)
+    adapter = TensorFlow(config)
+    assert adapter.reset_peak()
+    assert adapter.memory_in_use(cell=True) == (Allocator(0, 0, 3696 * MiB),)  # taken before this cell
+    assert adapter.memory_in_use() == (Allocator(0, 200 * MiB, 3696 * MiB),)  # the kernel's peak
+
+
+def test_free_says_only_a_restart_gives_tensorflows_memory_back(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorflow", types.ModuleType("tensorflow"))
+    released = TensorFlow(StartedTfConfig(None, None, in_use=0, peak=0)).release()
+    assert released is not None and released.restart_only and "never gives memory back" in released.sentence

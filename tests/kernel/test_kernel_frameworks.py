@@ -43,8 +43,10 @@ def test_pytorch_first_the_magic_then_the_import(kernel_with):
         "import os; print(os.environ['PYTORCH_CUDA_ALLOC_CONF'], os.environ['CUDA_VISIBLE_DEVICES'], "
         "torch._C._accelerator_getAllocatorSettings())"
     )
+    # The fraction in the variable is for the processes the kernel starts: 3746 MiB of 8192, rounded down.
     assert env.stdout == (
-        "expandable_segments:True GPU-b2b2b2b2-0000-4000-8000-000000000002 expandable_segments:True\n"
+        "expandable_segments:True,per_process_memory_fraction:0.4572 GPU-b2b2b2b2-0000-4000-8000-000000000002 "
+        "expandable_segments:True\n"
     )
     # The fraction waits in torch.cuda's own queue for CUDA to start; nothing started it.
     queued = kernel.run(

@@ -37,7 +37,7 @@ def gpumem(make, capsys):
         ("colour=red", "colour= is not a %gpumem setting"),
         ("fraction=0.4 fraction=0.5", "fraction= is given twice"),
         ('fraction="0.4', "%gpumem could not read its arguments (No closing quotation)."),
-        ("frobnicate", "%gpumem does not know 'frobnicate'. It accepts: status, explain, reset"),
+        ("frobnicate", "%gpumem does not know 'frobnicate'. It accepts: status, cells, explain, free, reset"),
         ("status now", "%gpumem does not know 'status now'."),
     ],
 )

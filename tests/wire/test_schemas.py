@@ -111,6 +111,7 @@ TYPED: list[tuple[Any, str, str | None]] = [
     (comm.Others, "comm.v1.json", "others"),
     (comm.UserShare, "comm.v1.json", "user_share"),
     (comm.Notice, "comm.v1.json", "notice"),
+    (comm.Cell, "comm.v1.json", "cell"),
     (report.Report, "report.v1.json", None),
     (report.Ceiling, "report.v1.json", "ceiling"),
     (report.NoticeFile, "report.v1.json", "notice_file"),
