@@ -97,6 +97,7 @@ def figure(
             hoverinfo="text",
             showlegend=False,
         )
+    _cells(fig, kept, series.t[-1], x0, x1, top / size)
     if total > top:
         fig.add_annotation(
             text=viewtext.total_above(total), xref="paper", yref="paper", x=1, y=1.0, xanchor="right",
@@ -105,6 +106,34 @@ def figure(
     fig.update_xaxes(range=[datetime.fromtimestamp(x0), datetime.fromtimestamp(x1)])
     fig.update_yaxes(range=[0, top / size], title_text=unit)
     return fig
+
+
+def _cells(fig: go.Figure, samples: list[Mapping[str, Any]], last: float, x0: float, x1: float, top: float) -> None:
+    """Each notebook cell in view (the samples' ``cells``): a band behind the lines and a line along the top whose
+    hover names it, as the live chart draws them (figure.ts)."""
+    cells: dict[float, Mapping[str, Any]] = {}
+    for sample in samples:
+        for cell in sample.get("cells") or ():
+            cells[cell["start_t"]] = cell  # a running cell's later word (ended) replaces it
+    xs: list[datetime | None] = []
+    names: list[str | None] = []
+    for cell in cells.values():
+        start, end = cell["start_t"], cell["end_t"] if cell["end_t"] is not None else last
+        if end < x0 or start > x1:
+            continue
+        fig.add_vrect(
+            x0=datetime.fromtimestamp(start), x1=datetime.fromtimestamp(end), fillcolor=TRACES[0].colour,
+            opacity=0.06, line_width=0, layer="below",
+        )  # fmt: skip
+        count = "*" if cell["count"] is None else cell["count"]
+        name = _plain(f"[{count}] {printable(cell['line'])}" + (" (error)" if cell["error"] else ""))
+        xs += [datetime.fromtimestamp(start), datetime.fromtimestamp(end), None]
+        names += [name, name, None]
+    if xs:
+        fig.add_scatter(
+            x=xs, y=[None if x is None else top * 0.985 for x in xs], mode="lines", name="cells", showlegend=False,
+            hovertext=names, hovertemplate="%{hovertext}<extra></extra>", line={"color": MUTED, "width": 3},
+        )  # fmt: skip
 
 
 def bundle(fig: go.Figure) -> dict[str, Any]:

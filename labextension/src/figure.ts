@@ -6,13 +6,14 @@
  * when it does not. About one point per pixel column, each keeping its bucket's peak.
  */
 
-import type { Annotations, Data, Layout } from 'plotly.js';
+import type { Annotations, Data, Layout, Shape } from 'plotly.js';
 
 import {
   IChartLabels,
   Trans,
   axisNumber,
   chartLabels,
+  cellTitle,
   chartWords,
   markTitle,
   totalAbove
@@ -280,6 +281,58 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     } as Data);
   }
 
+  // Each cell in view: a band behind the lines, and a line along the top whose unified hover names it.
+  const shapes: Partial<Shape>[] = [];
+  const cellTop = (scale.top / GiB) * 0.985;
+  const cellX: (number | null)[] = [];
+  const cellY: (number | null)[] = [];
+  const cellText: (string | null)[] = [];
+  for (const cell of s.cells) {
+    const start = cell.startT * 1000;
+    const end =
+      cell.endT === null
+        ? (full.t[full.t.length - 1] ?? start)
+        : cell.endT * 1000;
+    if (end < x0 || start > x1) {
+      continue;
+    }
+    shapes.push({
+      type: 'rect',
+      xref: 'x',
+      yref: 'paper',
+      x0: toLocal(start),
+      x1: toLocal(end),
+      y0: 0,
+      y1: 1,
+      fillcolor: translucent(colours.own, 0.06) ?? 'rgba(128, 128, 128, 0.06)',
+      line: { width: 0 },
+      layer: 'below'
+    });
+    const title = hoverText(cellTitle(cell, trans), Math.floor(width / 7));
+    const inside = s.t.filter(v => v > start && v < end);
+    for (const v of [start, ...inside, end]) {
+      cellX.push(toLocal(v));
+      cellY.push(cellTop);
+      cellText.push(title);
+    }
+    cellX.push(null); // a gap between two cells
+    cellY.push(null);
+    cellText.push(null);
+  }
+  if (cellX.length) {
+    data.push({
+      type: 'scatter',
+      mode: 'lines',
+      uid: 'cells',
+      showlegend: false,
+      x: cellX,
+      y: cellY,
+      hovertext: cellText,
+      hovertemplate: '%{hovertext}<extra></extra>',
+      line: { color: colours.grid, width: 3 }
+    } as Data);
+  }
+
   // The unit above the tick labels; the total's note beside it, clear of the mode bar on the right.
   const note = (text: string, unit: boolean): Partial<Annotations> => ({
     text,
@@ -354,7 +407,8 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
       gridcolor: colours.grid,
       zeroline: false
     },
-    annotations
+    annotations,
+    shapes
   };
   return { data, layout, x0, x1, yTop: scale.top };
 }

@@ -476,6 +476,16 @@ export function markTitle(
     : trans.__('Over budget from %1', clock(t, true));
 }
 
+/** A cell's name on the chart: "[12] model.fit(x, y)", "[*] …" while it runs, "(error)" when it raised. */
+export function cellTitle(
+  cell: { count: number | null; line: string; error: boolean },
+  trans: Trans
+): string {
+  const count = cell.count === null ? '*' : String(cell.count);
+  const name = `[${count}] ${printable(cell.line)}`;
+  return cell.error ? trans.__('%1 (error)', name) : name;
+}
+
 /** The chart's words that are not figures: a figure in its hover (a plotly template on the value
  * in GiB; a gap has no hover), the way back from a zoomed range to the live view. */
 export function chartWords(trans: Trans): {

@@ -3,7 +3,7 @@
  * Numbers only (NaN where a figure was N/A), so an hour at 1 s stays a few hundred kilobytes.
  */
 
-import { IGpu, ISample } from './protocol';
+import { ICell, IGpu, ISample } from './protocol';
 
 export const FIELDS = [
   'own',
@@ -39,6 +39,8 @@ export interface ISeries {
   budget: number[];
   /** Where over-budget episodes started, oldest first: one per episode. */
   marks: IMark[];
+  /** The notebook's cells in the window, oldest first (the kernel's, so every GPU's series has them). */
+  cells: ICell[];
 }
 
 function emptySeries(): ISeries {
@@ -49,7 +51,8 @@ function emptySeries(): ISeries {
     others: [],
     total: [],
     budget: [],
-    marks: []
+    marks: [],
+    cells: []
   };
 }
 
@@ -128,6 +131,7 @@ export class History {
       series.others.push(value(others));
       series.total.push(value(gpu.totalBytes));
       series.budget.push(value(gpu.budgetBytes));
+      series.cells = withCells(series.cells, sample.cells);
       // Decided from the figures, not from the reason's text, whose MiB change every sample.
       const budget = gpu.budgetBytes;
       const over = this._over.get(key) ?? false;
@@ -155,8 +159,20 @@ export class History {
       }
       const first = series.t[0];
       series.marks = series.marks.filter(m => m.t >= first);
+      series.cells = series.cells.filter(
+        c => (c.endT ?? Infinity) * 1000 >= first
+      );
     }
   }
+}
+
+/** `cells` with a sample's cells in: a cell seen running is replaced by its later word (ended). */
+function withCells(cells: ICell[], news: ICell[]): ICell[] {
+  if (news.length === 0) {
+    return cells;
+  }
+  const starts = new Set(news.map(c => c.startT));
+  return [...cells.filter(c => !starts.has(c.startT)), ...news];
 }
 
 /**
@@ -173,6 +189,7 @@ export function decimate(
 ): ISeries {
   const out = emptySeries();
   out.marks = series.marks; // few already
+  out.cells = series.cells;
   const n = series.t.length;
   let bucket = NaN;
   let i = 0;

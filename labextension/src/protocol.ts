@@ -119,6 +119,18 @@ export interface INotice {
   shutdownAt: number | null;
 }
 
+/** A notebook cell the kernel ran (or is running), for a span on the chart whose hover names it. */
+export interface ICell {
+  /** Its execution count ([12]); null while it runs (the notebook's [*]). */
+  count: number | null;
+  /** Its first line that is not blank, cut to 40 characters: the user's own code, shown as text. */
+  line: string;
+  /** Seconds since the epoch (kernel clock); `endT` null: it is running. */
+  startT: number;
+  endT: number | null;
+  error: boolean;
+}
+
 export interface ISample {
   /** Seconds since the epoch (kernel clock). */
   t: number;
@@ -139,6 +151,8 @@ export interface ISample {
   gpus: IGpu[];
   /** Null: nothing to tell (and in replayed history). */
   notice: INotice | null;
+  /** The cells that ended since the kernel's previous sample and the one running, oldest first. */
+  cells: ICell[];
 }
 
 export interface IHello {

@@ -167,3 +167,26 @@ def test_a_window_is_read_as_people_write_it(text: str | int, seconds: float) ->
 @pytest.mark.parametrize("text", ["", "soon", "-5min", "0", "15 parsecs", "nan", "inf", True, -3])
 def test_a_window_that_is_no_time_span_is_refused(text: Any) -> None:
     assert parse_duration(text) is None
+
+
+def test_each_cell_in_view_is_a_band_whose_hover_names_it() -> None:
+    history = [sample(T0 + i, GiB) for i in range(60)]
+    history[20] = {
+        **history[20],
+        "cells": [{"count": None, "line": "train(<b>)", "start_t": T0 + 10, "end_t": None, "error": False}],
+    }
+    history[30] = {
+        **history[30],
+        "cells": [{"count": 7, "line": "train(<b>)", "start_t": T0 + 10, "end_t": T0 + 30, "error": True}],
+    }
+    history[50] = {
+        **history[50],
+        "cells": [{"count": None, "line": "more()", "start_t": T0 + 45, "end_t": None, "error": False}],
+    }
+    fig = figure(history)
+    bands = [(s.x0, s.x1) for s in fig.layout.shapes]
+    times = [datetime.fromtimestamp(T0 + s) for s in (10, 30, 45, 59)]
+    assert bands == [(times[0], times[1]), (times[2], times[3])]  # ended; running up to the last sample
+    [cells] = [trace for trace in fig.data if trace.name == "cells"]
+    assert [h for h in cells.hovertext if h] == ["[7] train(&lt;b&gt;) (error)"] * 2 + ["[*] more()"] * 2
+    assert cells.showlegend is False and "cells" not in names(fig)

@@ -116,7 +116,8 @@ function history(n: number, own: (i: number) => number): ISeries {
     others: t.map(() => GiB),
     total: t.map(() => 40 * GiB),
     budget: t.map(() => 4 * GiB),
-    marks: []
+    marks: [],
+    cells: []
   };
 }
 
@@ -283,4 +284,50 @@ test("plotly's range ends are read back as the axis's time", () => {
   assert.equal(axisTime(1234), 1234);
   assert.ok(Number.isNaN(axisTime('soon')));
   assert.ok(Number.isNaN(axisTime(undefined)));
+});
+
+test('each cell in view is a band, and the hover along its top names it (escaped), a running one to now', () => {
+  const s = history(60, () => GiB);
+  const at = (i: number) => (T0 + i * 1000) / 1000;
+  s.cells = [
+    {
+      count: 3,
+      line: 'model.fit(x, <b>y</b>)',
+      startT: at(10),
+      endT: at(20),
+      error: false
+    },
+    { count: 4, line: 'boom()', startT: at(25), endT: at(30), error: true },
+    { count: null, line: 'train()', startT: at(40), endT: null, error: false }
+  ];
+  const fig = figure(args(s), trans);
+  const shapes = fig.layout.shapes ?? [];
+  assert.equal(shapes.length, 3);
+  assert.deepEqual(
+    shapes.map(r => [r.x0, r.x1]),
+    [
+      [toLocal(T0 + 10_000), toLocal(T0 + 20_000)],
+      [toLocal(T0 + 25_000), toLocal(T0 + 30_000)],
+      [toLocal(T0 + 40_000), toLocal(T0 + 59_000)] // running: up to the last sample
+    ]
+  );
+  const cells = fig.data.find(d => (d as { uid?: string }).uid === 'cells') as {
+    hovertext: (string | null)[];
+    showlegend: boolean;
+  };
+  const titles = new Set(cells.hovertext.filter(h => h !== null));
+  assert.deepEqual(
+    [...titles],
+    [
+      '[3] model.fit(x, &lt;b&gt;y&lt;/b&gt;)',
+      '[4] boom() (error)',
+      '[*] train()'
+    ]
+  );
+  assert.equal(cells.showlegend, false);
+  // A cell before the window is not drawn.
+  s.cells = [
+    { count: 1, line: 'old', startT: at(-500), endT: at(-400), error: false }
+  ];
+  assert.equal((figure(args(s), trans).layout.shapes ?? []).length, 0);
 });
