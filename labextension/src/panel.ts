@@ -29,13 +29,17 @@ import {
   uiText
 } from './format';
 import { chooseGpu, gpuKey } from './history';
+import { KernelList } from './kernellist';
 import { IGpu } from './protocol';
+import { ServerKernels } from './serverkernels';
 import { MemoryView, chooseIn, setLine } from './view';
 
 export interface IPanelOptions {
   translator: ITranslator;
   /** Opens the settings editor at this extension's settings. */
   openSettings: () => void;
+  /** Every kernel of the server (the section below the followed kernel's); null: none shown. */
+  serverKernels?: ServerKernels | null;
 }
 
 export class GpuMemPanel extends SidePanel {
@@ -120,6 +124,9 @@ export class GpuMemPanel extends SidePanel {
     pip.textContent = PIP_COMMAND;
     this._nodes = { kernel, status, pip };
     kernels.changed.connect(() => this.update(), this);
+    if (options.serverKernels) {
+      this.content.addWidget(new KernelList(options.serverKernels, trans));
+    }
   }
 
   /** Coalesce updates to one render per animation frame, and none while hidden. */
