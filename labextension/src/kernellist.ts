@@ -15,7 +15,7 @@ import {
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { element } from './dom';
+import { Frames, element } from './dom';
 import {
   Trans,
   kernelCells,
@@ -41,7 +41,10 @@ interface IRowNodes {
 }
 
 export class KernelList extends Widget {
-  private _frame = 0;
+  private readonly _frames = new Frames(
+    () => this.render(),
+    () => this.isVisible
+  );
   private _expanded = true;
   private readonly _header: HTMLButtonElement;
   private readonly _caret: HTMLElement;
@@ -79,13 +82,7 @@ export class KernelList extends Widget {
 
   /** Coalesce updates to one render per animation frame, none while hidden. */
   update(): void {
-    if (!this.isVisible || this._frame) {
-      return;
-    }
-    this._frame = requestAnimationFrame(() => {
-      this._frame = 0;
-      this.render();
-    });
+    this._frames.request();
   }
 
   /** Render now. */
@@ -147,10 +144,7 @@ export class KernelList extends Widget {
   }
 
   protected onBeforeDetach(msg: Message): void {
-    if (this._frame) {
-      cancelAnimationFrame(this._frame);
-      this._frame = 0;
-    }
+    this._frames.cancel();
     this.kernels.demand(this, false);
     super.onBeforeDetach(msg);
   }

@@ -19,7 +19,7 @@ import { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { PIP_COMMAND, STALE } from './channel';
-import { element } from './dom';
+import { Frames, element } from './dom';
 import { KernelFollower } from './follower';
 import {
   channelLine,
@@ -43,7 +43,10 @@ export interface IPanelOptions {
 }
 
 export class GpuMemPanel extends SidePanel {
-  private _frame = 0;
+  private readonly _frames = new Frames(
+    () => this.render(),
+    () => this.isVisible
+  );
   private readonly _text: TranslationBundle; // this extension's domain (SidePanel's _trans is JupyterLab's)
   private readonly _view: MemoryView;
   private readonly _select: HTMLSelectElement;
@@ -131,13 +134,7 @@ export class GpuMemPanel extends SidePanel {
 
   /** Coalesce updates to one render per animation frame, and none while hidden. */
   update(): void {
-    if (!this.isVisible || this._frame) {
-      return;
-    }
-    this._frame = requestAnimationFrame(() => {
-      this._frame = 0;
-      this.render();
-    });
+    this._frames.request();
   }
 
   /** Render now. */
@@ -195,10 +192,7 @@ export class GpuMemPanel extends SidePanel {
   }
 
   protected onBeforeDetach(msg: Message): void {
-    if (this._frame) {
-      cancelAnimationFrame(this._frame);
-      this._frame = 0;
-    }
+    this._frames.cancel();
     super.onBeforeDetach(msg);
   }
 

@@ -17,11 +17,10 @@ from labserver import (
     ARTIFACTS,
     TOKEN,
     Lab,
+    looks,
     open_notebook,
     open_sidebar,
     run_cell,
-    set_sidebar_width,
-    set_theme,
     write_notebook,
 )
 from playwright.sync_api import Page, expect
@@ -121,22 +120,14 @@ def test_the_sidebar_lists_every_kernel_of_the_server_and_shut_down_ends_the_cho
     )
 
     # Narrow and wide, light and dark: one 24 px line a kernel, nothing scrolls sideways, figures right-aligned.
-    ARTIFACTS.mkdir(exist_ok=True)
-    for dark in (False, True):
-        set_theme(page, dark)
-        theme = "dark" if dark else "light"
-        for width in (250, 600):
-            where = f"{theme}, {width} px"
-            set_sidebar_width(page, width)
-            page.wait_for_timeout(300)
-            got = page.evaluate(ROWS)
-            assert [r["lineHeight"] for r in got] == [24, 24], where
-            assert all(r["inside"] and not r["scrolls"] and r["memoryRight"] for r in got), f"{where}: {got}"
-            assert got[1]["cut"] == (width == 250), f"{where}: the long name is cut only where it must be"
-            assert contrast(page, ".jp-GpuMem-kernelDetail") >= 4.5, where
-            section.scroll_into_view_if_needed()
-            panel.screenshot(path=ARTIFACTS / f"kernels-{theme}-{width}.png")
-    set_theme(page, False)
+    for theme, width, where in looks(page):
+        got = page.evaluate(ROWS)
+        assert [r["lineHeight"] for r in got] == [24, 24], where
+        assert all(r["inside"] and not r["scrolls"] and r["memoryRight"] for r in got), f"{where}: {got}"
+        assert got[1]["cut"] == (width == 250), f"{where}: the long name is cut only where it must be"
+        assert contrast(page, ".jp-GpuMem-kernelDetail") >= 4.5, where
+        section.scroll_into_view_if_needed()
+        panel.screenshot(path=ARTIFACTS / f"kernels-{theme}-{width}.png")
 
     # Shut down asks first: Cancel leaves the kernel running.
     alpha = rows.nth(0)
