@@ -129,6 +129,16 @@ def test_the_sidebar_lists_every_kernel_of_the_server_and_shut_down_ends_the_cho
         section.scroll_into_view_if_needed()
         panel.screenshot(path=ARTIFACTS / f"kernels-{theme}-{width}.png")
 
+    # The section folds away under its header and comes back.
+    header = section.locator(".jp-GpuMem-kernelsHeader")
+    header.click()
+    expect(header).to_have_attribute("aria-expanded", "false")
+    expect(rows.first).to_be_hidden()
+    header.click()
+    expect(header).to_have_attribute("aria-expanded", "true")
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_be_visible()
+
     # Shut down asks first: Cancel leaves the kernel running.
     alpha = rows.nth(0)
     alpha.locator(".jp-GpuMem-kernelShutDown").click()
