@@ -9,3 +9,31 @@ export function element<K extends keyof HTMLElementTagNameMap>(
   parent.appendChild(node);
   return node;
 }
+
+/** One render per animation frame however many updates ask for it, and none while `shown` says no:
+ * a view that updates every sample lays out once a frame, and not at all while hidden. */
+export class Frames {
+  private _frame = 0;
+
+  constructor(
+    private readonly _render: () => void,
+    private readonly _shown: () => boolean
+  ) {}
+
+  request(): void {
+    if (!this._shown() || this._frame) {
+      return;
+    }
+    this._frame = requestAnimationFrame(() => {
+      this._frame = 0;
+      this._render();
+    });
+  }
+
+  cancel(): void {
+    if (this._frame) {
+      cancelAnimationFrame(this._frame);
+      this._frame = 0;
+    }
+  }
+}

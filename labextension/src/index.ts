@@ -1,6 +1,7 @@
 /**
  * jupyter-gpumem's JupyterLab plugins:
  * - `jupyter-gpumem:plugin`: the followed kernels (follower.ts) and the settings (schema/plugin.json);
+ * - `jupyter-gpumem:server-kernels`: every kernel of the server and its GPU memory (the server's API);
  * - `jupyter-gpumem:sidebar`: the "GPU Memory" side panel (right, restored), its palette command;
  * - `jupyter-gpumem:status-bar`: the status-bar item, where there is a status bar.
  * Only INotebookTracker is required; the shell is used through JupyterFrontEnd's own API, so the
@@ -23,6 +24,7 @@ import { IKernelFollower, KernelFollower } from './follower';
 import { panelTitle, uiText } from './format';
 import { GpuMemPanel } from './panel';
 import { readSettings } from './protocol';
+import { IServerKernels, ServerKernels } from './serverkernels';
 import { GpuMemStatus } from './statusbar';
 
 const PLUGIN_ID = 'jupyter-gpumem:plugin';
@@ -80,19 +82,38 @@ const kernels: JupyterFrontEndPlugin<KernelFollower> = {
   }
 };
 
+const serverKernels: JupyterFrontEndPlugin<ServerKernels> = {
+  id: 'jupyter-gpumem:server-kernels',
+  description:
+    "Every kernel of this server and its GPU memory, from the server extension's API, named from the sessions.",
+  autoStart: true,
+  requires: [IKernelFollower],
+  provides: IServerKernels,
+  activate: (app: JupyterFrontEnd, follower: KernelFollower) => {
+    const kernels = new ServerKernels(app.serviceManager);
+    const follow = () => {
+      kernels.current = follower.current?.kernel.id ?? null;
+    };
+    follower.changed.connect(follow);
+    follow();
+    return kernels;
+  }
+};
+
 const sidebar: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-gpumem:sidebar',
   description:
     "GPU memory of the notebook's kernel against its budget, live, in a side panel.",
   autoStart: true,
   requires: [IKernelFollower],
-  optional: [ICommandPalette, ILayoutRestorer, ITranslator],
+  optional: [ICommandPalette, ILayoutRestorer, ITranslator, IServerKernels],
   activate: (
     app: JupyterFrontEnd,
     follower: KernelFollower,
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    serverKernels: ServerKernels | null
   ) => {
     translator ??= nullTranslator;
     const trans = translator.load(DOMAIN);
@@ -105,7 +126,11 @@ const sidebar: JupyterFrontEndPlugin<void> = {
         });
       }
     };
-    const panel = new GpuMemPanel(follower, { translator, openSettings });
+    const panel = new GpuMemPanel(follower, {
+      translator,
+      openSettings,
+      serverKernels
+    });
     panel.id = PANEL_ID;
     panel.title.icon = gpuIcon;
     panel.title.caption = panelTitle(trans);
@@ -128,22 +153,28 @@ const statusBar: JupyterFrontEndPlugin<void> = {
     "The active kernel's GPU memory against its budget in the status bar; a click opens the panel.",
   autoStart: true,
   requires: [IKernelFollower],
-  optional: [IStatusBar, ITranslator],
+  optional: [IStatusBar, ITranslator, IServerKernels],
   activate: (
     app: JupyterFrontEnd,
     follower: KernelFollower,
     statusBar: IStatusBar | null,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    serverKernels: ServerKernels | null
   ) => {
     if (!statusBar) {
       return; // a frontend without a status bar
     }
     const trans = (translator ?? nullTranslator).load(DOMAIN);
-    const item = new GpuMemStatus(follower, trans, () => {
-      if (app.commands.hasCommand(COMMAND)) {
-        void app.commands.execute(COMMAND);
-      }
-    });
+    const item = new GpuMemStatus(
+      follower,
+      trans,
+      () => {
+        if (app.commands.hasCommand(COMMAND)) {
+          void app.commands.execute(COMMAND);
+        }
+      },
+      serverKernels
+    );
     statusBar.registerStatusItem('jupyter-gpumem:status', {
       item,
       align: 'left',
@@ -154,4 +185,4 @@ const statusBar: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [kernels, sidebar, statusBar];
+export default [kernels, serverKernels, sidebar, statusBar];

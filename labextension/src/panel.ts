@@ -19,7 +19,7 @@ import { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { PIP_COMMAND, STALE } from './channel';
-import { element } from './dom';
+import { Frames, element } from './dom';
 import { KernelFollower } from './follower';
 import {
   channelLine,
@@ -29,17 +29,24 @@ import {
   uiText
 } from './format';
 import { chooseGpu, gpuKey } from './history';
+import { KernelList } from './kernellist';
 import { IGpu } from './protocol';
+import { ServerKernels } from './serverkernels';
 import { MemoryView, chooseIn, setLine } from './view';
 
 export interface IPanelOptions {
   translator: ITranslator;
   /** Opens the settings editor at this extension's settings. */
   openSettings: () => void;
+  /** Every kernel of the server (the section below the followed kernel's); null: none shown. */
+  serverKernels?: ServerKernels | null;
 }
 
 export class GpuMemPanel extends SidePanel {
-  private _frame = 0;
+  private readonly _frames = new Frames(
+    () => this.render(),
+    () => this.isVisible
+  );
   private readonly _text: TranslationBundle; // this extension's domain (SidePanel's _trans is JupyterLab's)
   private readonly _view: MemoryView;
   private readonly _select: HTMLSelectElement;
@@ -120,17 +127,14 @@ export class GpuMemPanel extends SidePanel {
     pip.textContent = PIP_COMMAND;
     this._nodes = { kernel, status, pip };
     kernels.changed.connect(() => this.update(), this);
+    if (options.serverKernels) {
+      this.content.addWidget(new KernelList(options.serverKernels, trans));
+    }
   }
 
   /** Coalesce updates to one render per animation frame, and none while hidden. */
   update(): void {
-    if (!this.isVisible || this._frame) {
-      return;
-    }
-    this._frame = requestAnimationFrame(() => {
-      this._frame = 0;
-      this.render();
-    });
+    this._frames.request();
   }
 
   /** Render now. */
@@ -188,10 +192,7 @@ export class GpuMemPanel extends SidePanel {
   }
 
   protected onBeforeDetach(msg: Message): void {
-    if (this._frame) {
-      cancelAnimationFrame(this._frame);
-      this._frame = 0;
-    }
+    this._frames.cancel();
     super.onBeforeDetach(msg);
   }
 

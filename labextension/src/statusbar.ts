@@ -10,8 +10,9 @@ import { Widget } from '@lumino/widgets';
 
 import { STALE } from './channel';
 import { KernelFollower } from './follower';
-import { statusText, statusTooltip } from './format';
+import { kernelsSummary, statusText, statusTooltip } from './format';
 import { chooseGpu, gpuKey } from './history';
+import { ServerKernels } from './serverkernels';
 
 export class GpuMemStatus extends Widget {
   private _frame = 0;
@@ -21,7 +22,8 @@ export class GpuMemStatus extends Widget {
   constructor(
     readonly kernels: KernelFollower,
     private readonly _trans: TranslationBundle,
-    open: () => void
+    open: () => void,
+    private readonly _server: ServerKernels | null = null
   ) {
     super();
     this.addClass('jp-StatusBar-TextItem');
@@ -36,6 +38,9 @@ export class GpuMemStatus extends Widget {
       }
     });
     kernels.changed.connect(this._schedule, this);
+    _server?.changed.connect(this._schedule, this);
+    // The server's kernels are read seldom in the background: read them again as the tooltip comes.
+    this.node.addEventListener('mouseenter', () => _server?.refresh());
     kernels.demand(this, true); // the item shows figures without the panel open
     this.render();
   }
@@ -73,7 +78,13 @@ export class GpuMemStatus extends Widget {
     if (node.dataset.level !== shown) {
       node.dataset.level = shown;
     }
-    const tooltip = statusTooltip(gpu, latest, this._trans);
+    const server = this._server;
+    const tooltip = statusTooltip(
+      gpu,
+      latest,
+      this._trans,
+      server?.ready ? kernelsSummary(server.rows, this._trans) : null
+    );
     const title = latest.notice
       ? `${latest.notice.text}\n\n${tooltip}`
       : tooltip;

@@ -463,6 +463,19 @@ test('the status bar’s tooltip has the split and says what a click does', () =
   );
 });
 
+test('the status bar’s tooltip says how many kernels of the server hold how much, before the click', () => {
+  const lines = statusTooltip(
+    S1.gpus[1],
+    S1,
+    trans,
+    '2 kernels on this server hold 7.5 GiB of GPU memory'
+  ).split('\n');
+  assert.deepEqual(lines.slice(-2), [
+    '2 kernels on this server hold 7.5 GiB of GPU memory',
+    'Click to open the GPU Memory panel.'
+  ]);
+});
+
 test('every phrase goes through the translation bundle', () => {
   const t = bracketed;
   const [, gpu1] = S1.gpus;

@@ -112,7 +112,7 @@ LAYOUT = f"""() => {{ {_COLOUR} {_TRACE}
              user: tr.querySelector('.jp-GpuMem-col-user').textContent,
              weight: getComputedStyle(span).fontWeight }};
   }});
-  const badges = all('.jp-GpuMem-badge').filter(shown);
+  const badges = all('.jp-GpuMem-processes .jp-GpuMem-badge').filter(shown); // the kernel list has its own
   const th = q('.jp-GpuMem-processes th');
   const headline = q('.jp-GpuMem-headline');
   const chart = q('.jp-GpuMem-chart').getBoundingClientRect();

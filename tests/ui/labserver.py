@@ -145,6 +145,20 @@ def set_theme(page: Page, dark: bool) -> None:
     page.wait_for_timeout(500)  # the old theme's stylesheet goes a moment later
 
 
+def looks(page: Page) -> Iterator[tuple[str, int, str]]:
+    """Each theme and sidebar width the screenshots are taken at, set in turn: ("light", 250, "light, 250 px"),
+    … ("dark", 600, …); the light theme again at the end."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    for dark in (False, True):
+        set_theme(page, dark)
+        theme = "dark" if dark else "light"
+        for width in (250, 600):
+            set_sidebar_width(page, width)
+            page.wait_for_timeout(300)  # a frame for the panel to follow its new size
+            yield theme, width, f"{theme}, {width} px"
+    set_theme(page, False)
+
+
 # A kernel that cannot import jupyter_gpumem (as if it were not installed in its environment), and a
 # kernel that is not Python at all: both real kernels, started by the server from their kernelspecs.
 BLOCKER = """import sys

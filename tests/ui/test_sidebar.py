@@ -67,7 +67,9 @@ WATCH_RESTART = """() => {
         stale: body.classList.contains('jp-mod-stale'),
         opacity: Number(getComputedStyle(body).opacity),
         selfRows: panel.querySelectorAll('tr.jp-GpuMem-self').length,
-        badges: [...panel.querySelectorAll('.jp-GpuMem-badge')].filter(b => b.getClientRects().length).length,
+        // the followed kernel's view; the server's kernel list keeps marking the restarting kernel (same id)
+        badges: [...panel.querySelectorAll('.jp-GpuMem-content .jp-GpuMem-badge')]
+          .filter(b => b.getClientRects().length).length,
         headlineColour: getComputedStyle(panel.querySelector('.jp-GpuMem-headline')).color,
         textColour: getComputedStyle(panel.querySelector('.jp-GpuMem-content')).color,
       });

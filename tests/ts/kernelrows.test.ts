@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+import {
+  kernelCells,
+  kernelsNote,
+  kernelsSummary,
+  kernelsTitle,
+  duration,
+  shutDownDialog
+} from '../../labextension/src/format';
+import {
+  IServerBody,
+  ISessionName,
+  kernelRows,
+  readBody
+} from '../../labextension/src/kernelrows';
+import { bracketed, trans } from './fixtures';
+
+const API = join(process.cwd(), 'tests', 'fixtures', 'api');
+const MiB = 1024 ** 2;
+const GiB = 1024 ** 3;
+
+function apiFixture(name: string): unknown {
+  return JSON.parse(readFileSync(join(API, name), 'utf8'));
+}
+
+const notebook = (path: string): ISessionName => ({
+  name: path.split('/').pop()!,
+  path,
+  type: 'notebook'
+});
+
+function body(kernels: IServerBody['kernels'], gpuCount = 1): IServerBody {
+  return { t: 10_000, problem: null, gpuCount, kernels };
+}
+
+test('the server body fixture is read: each kernel, its GPUs, its idle time on the server clock', () => {
+  const read = readBody(apiFixture('body.json'))!;
+  assert.equal(read.gpuCount, 2);
+  const rows = kernelRows(
+    read,
+    new Map([['5f0c4a6e-kernel-a', notebook('work/train.ipynb')]]),
+    '9b1d-kernel-b'
+  );
+  assert.deepEqual(
+    rows.map(r => [r.id, r.session?.name ?? null, r.current, r.heldBytes]),
+    [
+      ['5f0c4a6e-kernel-a', 'train.ipynb', false, 4404019200],
+      ['9b1d-kernel-b', null, true, 0]
+    ]
+  );
+  assert.equal(rows[0].idleS, 300.5); // body t − last_activity: both the server's clock
+  assert.equal(rows[1].busy, true);
+  assert.equal(rows[1].idleS, null);
+});
+
+test('what is not a version 1 body is refused whole', () => {
+  for (const name of [
+    'version_2.json',
+    'not_an_object.json',
+    'kernels_not_a_list.json'
+  ]) {
+    assert.equal(readBody(apiFixture(join('malformed', name))), null, name);
+  }
+});
+
+test('largest first, unknown memory last, then by name', () => {
+  const k = (id: string, used: (number | null)[]) => ({
+    id,
+    executionState: 'idle',
+    lastActivity: null,
+    gpus: used.map((u, index) => ({ index, usedBytes: u, budgetBytes: null }))
+  });
+  const rows = kernelRows(
+    body([
+      k('small', [100 * MiB]),
+      k('unknown', [null]),
+      k('none', []),
+      k('big', [1 * GiB, 2 * GiB]),
+      k('middle', [2 * GiB, null])
+    ]),
+    new Map(),
+    null
+  );
+  assert.deepEqual(
+    rows.map(r => r.id),
+    ['big', 'middle', 'small', 'none', 'unknown']
+  );
+  assert.equal(
+    kernelsSummary(rows, trans),
+    '3 kernels on this server hold 5.1 GiB of GPU memory (N/A for 1 more)'
+  );
+});
+
+test("a row's words: name, memory, budget, idle, this kernel; several GPUs named", () => {
+  const [row] = kernelRows(
+    body([
+      {
+        id: '5f0c4a6e-1111',
+        executionState: 'idle',
+        lastActivity: 10_000 - 725,
+        gpus: [{ index: 0, usedBytes: 3.7 * GiB, budgetBytes: 4 * GiB }]
+      }
+    ]),
+    new Map([['5f0c4a6e-1111', notebook('a/b.ipynb')]]),
+    '5f0c4a6e-1111'
+  );
+  assert.deepEqual(kernelCells(row, 1, trans), {
+    name: 'b.ipynb',
+    nameTitle: 'a/b.ipynb (kernel 5f0c4a6e-1111)',
+    memory: '3.7 GiB',
+    level: 'warn',
+    detail: 'budget 4.0 GiB · idle 12 min',
+    badge: 'this kernel',
+    shutDown: 'Shut down the kernel of b.ipynb'
+  });
+  assert.equal(
+    kernelCells(row, 2, trans).detail,
+    'GPU 0: 3.7 GiB of 4.0 GiB · idle 12 min'
+  );
+});
+
+test('a kernel no session names, over budget, busy; a hostile notebook name is escaped', () => {
+  const rows = kernelRows(
+    body([
+      {
+        id: 'abcdef0123456789',
+        executionState: 'busy',
+        lastActivity: 1,
+        gpus: [{ index: 0, usedBytes: 5 * GiB, budgetBytes: 4 * GiB }]
+      },
+      {
+        id: 'x',
+        executionState: null,
+        lastActivity: null,
+        gpus: []
+      }
+    ]),
+    new Map([['x', notebook('evil\u202e\n<b>.ipynb')]]),
+    null
+  );
+  const cells = kernelCells(rows[0], 1, trans);
+  assert.equal(cells.name, 'Kernel abcdef01');
+  assert.equal(cells.level, 'error');
+  assert.equal(cells.detail, 'budget 4.0 GiB · busy');
+  assert.equal(cells.badge, '');
+  const hostile = kernelCells(rows[1], 1, trans);
+  assert.equal(hostile.name, 'evil\\u202e\\n<b>.ipynb');
+  assert.equal(hostile.memory, '0 MiB');
+  assert.equal(hostile.detail, '');
+});
+
+test('idle times as people say them (units.format_duration)', () => {
+  assert.deepEqual(
+    [45, 90, 7140, 7200, 7500].map(s => duration(s, trans)),
+    ['45 s', '2 min', '119 min', '2 h', '2 h 5 min']
+  );
+});
+
+test('every phrase of the kernel list goes through the translation bundle', () => {
+  const [row] = kernelRows(
+    body([
+      {
+        id: 'k',
+        executionState: 'idle',
+        lastActivity: 9_000,
+        gpus: [{ index: 0, usedBytes: GiB, budgetBytes: null }]
+      }
+    ]),
+    new Map(),
+    'k'
+  );
+  const cells = kernelCells(row, 1, bracketed);
+  for (const text of [
+    cells.name,
+    cells.nameTitle,
+    cells.memory,
+    cells.detail,
+    cells.badge,
+    cells.shutDown,
+    kernelsTitle(1, bracketed),
+    kernelsNote(0, null, bracketed)!,
+    kernelsNote(1, 'boom', bracketed)!,
+    kernelsSummary([row], bracketed),
+    kernelsSummary([], bracketed),
+    ...Object.values(shutDownDialog('b.ipynb', bracketed))
+  ]) {
+    assert.match(text, /^⟦.*⟧$/s, text);
+  }
+  assert.equal(kernelsNote(1, null, trans), null);
+});
