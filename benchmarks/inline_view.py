@@ -3,7 +3,9 @@ picture and sending it on the widget's comm) and in the browser (the message, an
 rendering in the cell: headline, plotly chart, table; style and layout), with one minute and with one hour of
 history at 1 s.
 
-    python benchmarks/inline_view.py [--updates 60]
+    python benchmarks/inline_view.py [--updates 60] [--width 760]
+
+``--width``: the view's width in pixels (760, its own largest; 600 and 250 as the sidebar's benchmark).
 
 A real JupyterLab server (without this package's labextension, so no sidebar or status bar streams
 beside the view), a real kernel and Debian's chromium (Playwright), on the stand-in NVML with 12
@@ -99,7 +101,9 @@ def run_loop(page: Page, cdp: object, index: int, updates: int) -> tuple[dict[st
     return {**json.loads(out), "renders": renders}, intervals
 
 
-def measure(page: Page, cdp: object, lab_root: object, history: int, updates: int, name: str) -> dict[str, float]:
+def measure(
+    page: Page, cdp: object, lab_root: object, history: int, updates: int, name: str, width: int
+) -> dict[str, float]:
     constants = "\n".join(
         f"{k} = {v!r}"
         for k, v in dict(
@@ -113,6 +117,7 @@ def measure(page: Page, cdp: object, lab_root: object, history: int, updates: in
         LOOP.format(updates=updates, update=True, own=BUDGET_MIB - 2000),
     ]
     open_notebook(page, lab_root, name, cells)  # type: ignore[arg-type]
+    page.add_style_tag(content=f".jp-GpuMem-inline {{ max-width: {width}px !important; }}")
     cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(0)
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
@@ -141,6 +146,7 @@ def measure(page: Page, cdp: object, lab_root: object, history: int, updates: in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--updates", type=int, default=60)
+    parser.add_argument("--width", type=int, default=760)
     args = parser.parse_args()
     _standin.ensure(scenario(BUDGET_MIB - 2000))
     with (
@@ -155,9 +161,10 @@ def main() -> None:
             page = context.new_page()
             cdp = context.new_cdp_session(page)
             cdp.send("Performance.enable")
-            results[label] = measure(page, cdp, lab, history, args.updates, f"bench{history}.ipynb")
+            results[label] = measure(page, cdp, lab, history, args.updates, f"bench{history}.ipynb", args.width)
             context.close()
         browser.close()
+    print(f"the view {args.width} px wide")
     for label, r in results.items():
         print(
             f"{label}: kernel {r['kernel_cpu_ms']:.2f} ms CPU per update = {r['kernel_core_percent']:.2f}% of a core "
