@@ -63,6 +63,14 @@ MAX_NAME = 255
 MAX_SERVERS = 100_000  # the page and the summary stay bounded whatever Prometheus holds
 
 
+# What a sample must be; a sentence says which rule failed, never the value itself (another process's text).
+_WHAT = {
+    "bytes": "not a whole number of bytes a GPU can hold",
+    "flag": "neither 0 nor 1",
+    "ratio": "not a share from 0 to 1",
+}
+
+
 class Invalid(ValueError):
     """A label or value no server could mean; its text names the field."""
 
@@ -81,14 +89,14 @@ def _name(labels: dict[str, str], key: str, empty: bool) -> str:
 def _id(labels: dict[str, str], key: str) -> str:
     value = labels.get(key, "")
     if not _ID.fullmatch(value):
-        raise Invalid(f"its {key} label {value[:40]!r} is not an id")
+        raise Invalid(f"its {key} label is not an id")
     return value
 
 
 def _index(labels: dict[str, str]) -> int:
     value = labels.get("gpu_index", "")
     if not (value.isdigit() and int(value) < MAX_GPUS):
-        raise Invalid(f"its gpu_index label {value[:40]!r} is not a GPU's index")
+        raise Invalid("its gpu_index label is not a GPU's index")
     return int(value)
 
 
@@ -105,7 +113,7 @@ def _value(kind: str, name: str, text: object) -> float:
     elif kind == "ratio":
         plausible = plausible and value <= 1
     if not plausible:
-        raise Invalid(f"{name} is {str(text)[:40]}, which no GPU's figure can be")
+        raise Invalid(f"its {name} sample is {_WHAT[kind]}")
     return value
 
 
@@ -201,7 +209,7 @@ def _add(kernels: dict[str, _Kernel], query: str, labels: dict[str, str], value:
         if query == "limit":
             kind = labels.get("kind", "")
             if kind not in ("mig", "mps", "cooperative"):
-                raise Invalid(f"its kind label {kind[:40]!r} is not a kind of limit")
+                raise Invalid("its kind label is not a kind of limit")
             on.update(limit_kind=kind, limit_hard=labels.get("hard") == "true")
         elif query == "over":
             on["over_budget"] = bool(value)
