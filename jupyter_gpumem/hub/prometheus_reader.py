@@ -30,7 +30,7 @@ from urllib.parse import urlencode
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from jupyter_gpumem.hub.poll import PollStats
-from jupyter_gpumem.hub.rows import _ID, MAX_BYTES, MAX_GPUS, MAX_KERNELS, Gpu, Row, unreadable
+from jupyter_gpumem.hub.rows import ID, MAX_BYTES, MAX_GPUS, MAX_KERNELS, Gpu, Row, unreadable
 
 log = logging.getLogger("jupyter_gpumem.hub")
 
@@ -88,7 +88,7 @@ def _name(labels: dict[str, str], key: str, empty: bool) -> str:
 
 def _id(labels: dict[str, str], key: str) -> str:
     value = labels.get(key, "")
-    if not _ID.fullmatch(value):
+    if not ID.fullmatch(value):
         raise Invalid(f"its {key} label is not an id")
     return value
 
