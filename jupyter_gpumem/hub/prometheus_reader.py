@@ -30,7 +30,7 @@ from urllib.parse import urlencode
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from jupyter_gpumem.hub.poll import PollStats
-from jupyter_gpumem.hub.rows import ID, MAX_BYTES, MAX_GPUS, MAX_KERNELS, Gpu, Row, unreadable
+from jupyter_gpumem.hub.rows import ID, MAX_BYTES, MAX_GPUS, MAX_KERNELS, NAME, Gpu, Row, unreadable
 
 log = logging.getLogger("jupyter_gpumem.hub")
 
@@ -251,7 +251,7 @@ def _gpus(answers: dict[str, list[tuple[dict[str, str], object]]]) -> list[Gpu]:
                 gpu = found.setdefault(_id(labels, "gpu_uuid"), {"index": _index(labels)})
                 value = _value(KIND[query], query, text)
                 name = labels.get("name", "")
-                if field == "name" and not (0 < len(name) <= 128 and name.isprintable() and "<" not in name):
+                if field == "name" and not NAME.fullmatch(name):
                     raise Invalid("its name label is not a GPU's name")
             except Invalid as error:
                 log.warning("a GPU's figures in Prometheus are left out: %s", error)

@@ -61,7 +61,7 @@ MAX_GPUS = 64
 # Kernel ids are UUIDs, GPU UUIDs "GPU-<uuid>" or "MIG-<uuid>": printable ASCII without markup, bounded (also
 # what prometheus_reader.py accepts in those labels).
 ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,95}")
-_NAME = re.compile(r"[^\x00-\x1f\x7f<>]{1,128}")
+NAME = re.compile(r"[^\x00-\x1f\x7f<>]{1,128}")
 
 
 def _values_problem(body: Body) -> str | None:
@@ -75,7 +75,7 @@ def _values_problem(body: Body) -> str | None:
         where = f"gpus[{i}]"
         if gpu["uuid"] is not None and not ID.fullmatch(gpu["uuid"]):
             return f"{where}.uuid is not a GPU's UUID"
-        if gpu["name"] is not None and not _NAME.fullmatch(gpu["name"]):
+        if gpu["name"] is not None and not NAME.fullmatch(gpu["name"]):
             return f"{where}.name is not a GPU's name"
         sizes += [(f"{where}.total_bytes", gpu["total_bytes"]), (f"{where}.used_bytes", gpu["used_bytes"])]
     for i, kernel in enumerate(body["kernels"]):
