@@ -499,12 +499,9 @@ def _wait_http(
 def running_fleet(
     base: Path, servers: int, faults: str, service_env: dict[str, str] | None = None, slow_s: float = 12.0
 ) -> Iterator[Fleet]:
-    """The fleet, then ``python -m jupyter_gpumem.hub`` with the environment JupyterHub gives a managed service
-    (its API token, the hub's API URL, its own URL and prefix) plus ``service_env``; both stopped at the end."""
-    from fleet import ADMIN_TOKEN
-
+    """The fleet, then ``running_service`` in front of it; both stopped at the end."""
     base.mkdir(parents=True, exist_ok=True)
-    fleet_port, service_port = free_port(), free_port()
+    fleet_port = free_port()
     env = clean_environment()
     fleet_log = base / "fleet.log"
     fleet = _start(
@@ -516,27 +513,42 @@ def running_fleet(
     url = f"http://127.0.0.1:{fleet_port}"
     try:
         _wait_http(f"{url}/fleet/stats", fleet, fleet_log)
-        prefix = "/services/gpumem/"
-        env.update(
-            {
-                "JUPYTERHUB_API_TOKEN": ADMIN_TOKEN,
-                "JUPYTERHUB_API_URL": f"{url}/hub/api",
-                "JUPYTERHUB_SERVICE_NAME": "gpumem",
-                "JUPYTERHUB_SERVICE_URL": f"http://127.0.0.1:{service_port}",
-                "JUPYTERHUB_SERVICE_PREFIX": prefix,
-                "JUPYTERHUB_CLIENT_ID": "service-gpumem",
-                "JUPYTERHUB_BASE_URL": "/",
-                "JUPYTER_GPUMEM_HUB_PROXY_URL": url,
-                **(service_env or {}),
-            }
-        )
-        service_log = base / "service.log"
-        service = _start([sys.executable, "-m", "jupyter_gpumem.hub"], service_log, env)
-        try:
-            page = f"http://127.0.0.1:{service_port}{prefix}"
-            _wait_http(page + "metrics", service, service_log, ADMIN_TOKEN)
+        with running_service(base, url, service_env) as (page, service):
             yield Fleet(url, page, service)
-        finally:
-            stop(service)
     finally:
         stop(fleet)
+
+
+@contextmanager
+def running_service(
+    base: Path, url: str, service_env: dict[str, str] | None = None, name: str = "service"
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``python -m jupyter_gpumem.hub`` in front of the fleet at ``url``, with the environment JupyterHub gives a
+    managed service (its API token, the hub's API URL, its own URL and prefix) plus ``service_env``: its prefix
+    URL (ending in /) and process, stopped at the end. Its log is ``base/<name>.log``."""
+    from fleet import ADMIN_TOKEN
+
+    service_port = free_port()
+    env = clean_environment()
+    prefix = "/services/gpumem/"
+    env.update(
+        {
+            "JUPYTERHUB_API_TOKEN": ADMIN_TOKEN,
+            "JUPYTERHUB_API_URL": f"{url}/hub/api",
+            "JUPYTERHUB_SERVICE_NAME": "gpumem",
+            "JUPYTERHUB_SERVICE_URL": f"http://127.0.0.1:{service_port}",
+            "JUPYTERHUB_SERVICE_PREFIX": prefix,
+            "JUPYTERHUB_CLIENT_ID": "service-gpumem",
+            "JUPYTERHUB_BASE_URL": "/",
+            "JUPYTER_GPUMEM_HUB_PROXY_URL": url,
+            **(service_env or {}),
+        }
+    )
+    service_log = base / f"{name}.log"
+    service = _start([sys.executable, "-m", "jupyter_gpumem.hub"], service_log, env)
+    try:
+        page = f"http://127.0.0.1:{service_port}{prefix}"
+        _wait_http(page + "api/rows", service, service_log, ADMIN_TOKEN)  # with Prometheus: no /metrics
+        yield page, service
+    finally:
+        stop(service)

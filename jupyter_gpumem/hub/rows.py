@@ -58,9 +58,10 @@ class Gpu:
 MAX_BYTES = 2**44
 MAX_KERNELS = 1000  # per server: the page and the metrics stay bounded whatever one body says
 MAX_GPUS = 64
-# Kernel ids are UUIDs, GPU UUIDs "GPU-<uuid>" or "MIG-<uuid>": printable ASCII without markup, bounded.
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,95}")
-_NAME = re.compile(r"[^\x00-\x1f\x7f<>]{1,128}")
+# Kernel ids are UUIDs, GPU UUIDs "GPU-<uuid>" or "MIG-<uuid>": printable ASCII without markup, bounded (also
+# what prometheus_reader.py accepts in those labels).
+ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,95}")
+NAME = re.compile(r"[^\x00-\x1f\x7f<>]{1,128}")
 
 
 def _values_problem(body: Body) -> str | None:
@@ -72,14 +73,14 @@ def _values_problem(body: Body) -> str | None:
     sizes: list[tuple[str, Any]] = []
     for i, gpu in enumerate(body["gpus"]):
         where = f"gpus[{i}]"
-        if gpu["uuid"] is not None and not _ID.fullmatch(gpu["uuid"]):
+        if gpu["uuid"] is not None and not ID.fullmatch(gpu["uuid"]):
             return f"{where}.uuid is not a GPU's UUID"
-        if gpu["name"] is not None and not _NAME.fullmatch(gpu["name"]):
+        if gpu["name"] is not None and not NAME.fullmatch(gpu["name"]):
             return f"{where}.name is not a GPU's name"
         sizes += [(f"{where}.total_bytes", gpu["total_bytes"]), (f"{where}.used_bytes", gpu["used_bytes"])]
     for i, kernel in enumerate(body["kernels"]):
         where = f"kernels[{i}]"
-        if not _ID.fullmatch(kernel["id"]):
+        if not ID.fullmatch(kernel["id"]):
             return f"{where}.id is not a kernel id"
         if len(kernel["gpus"]) > MAX_GPUS:
             return f"{where} is on {len(kernel['gpus'])} GPUs (at most {MAX_GPUS})"
@@ -88,7 +89,7 @@ def _values_problem(body: Body) -> str | None:
             return f"{where}.last_activity is not a time"
         sizes.append((f"{where}.ceiling.max_limit_bytes", kernel["ceiling"]["max_limit_bytes"]))
         for j, on in enumerate(kernel["gpus"]):
-            if not _ID.fullmatch(on["uuid"]):
+            if not ID.fullmatch(on["uuid"]):
                 return f"{where}.gpus[{j}].uuid is not a GPU's UUID"
             sizes += [
                 (f"{where}.gpus[{j}].used_bytes", on["used_bytes"]),

@@ -27,7 +27,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from tornado import web
 
-from jupyter_gpumem.hub.poll import Poller
+from jupyter_gpumem.hub.poll import Poller, write_targets
+from jupyter_gpumem.hub.prometheus_reader import PrometheusReader
 from jupyter_gpumem.hub.rows import Row
 from jupyter_gpumem.hub.summary import summary, texts
 
@@ -105,12 +106,19 @@ def render_metrics(rows: list[Row], t: float | None) -> bytes:
 PAGE = (Path(__file__).parent / "page.html").read_bytes()
 
 
-def render_rows(poller: Poller) -> bytes:
-    """The page's JSON: the poll, the summary, every row."""
+Source = Poller | PrometheusReader
+
+
+def render_rows(poller: Source) -> bytes:
+    """The page's JSON: the poll, the summary, every row, and where they come from (with Prometheus, the
+    sentence the page shows while it cannot be read)."""
+    prometheus = poller.url if isinstance(poller, PrometheusReader) else None
+    problem = poller.problem if isinstance(poller, PrometheusReader) else None
     rows = [{**{f: getattr(r, f) for f in Row.__dataclass_fields__}, **texts(r)} for r in poller.rows]
     return json.dumps(
         {
             "t": poller.t,
+            "source": {"prometheus": prometheus, "problem": problem},
             "interval_s": poller.interval_s,
             "poll": None if poller.stats is None else asdict(poller.stats),
             "summary": summary(poller.rows, poller.gpus),
@@ -123,7 +131,7 @@ def render_rows(poller: Poller) -> bytes:
 class Views:
     """The metrics and the JSON of the latest poll, built once per poll: a request only sends bytes."""
 
-    def __init__(self, poller: Poller):
+    def __init__(self, poller: Source):
         self.poller = poller
         self.metrics = render_metrics([], None)
         self.json = render_rows(poller)
@@ -166,13 +174,17 @@ class JsonHandler(_Base):
         self.finish(self.views.json)
 
 
-def make_app(poller: Poller, prefix: str) -> web.Application:
+def make_app(poller: Source, prefix: str) -> web.Application:
+    """The page, its JSON and, when the service reads the servers itself, its ``/metrics``. Reading from
+    Prometheus it serves no ``/metrics``: every figure is already in Prometheus, from the servers themselves;
+    served again they would be stored twice, a scrape behind, and any sum over both would count each twice."""
     prefix = "/" + prefix.strip("/") + "/"
     views = {"views": Views(poller)}
+    metrics = [] if isinstance(poller, PrometheusReader) else [(prefix + "metrics", MetricsHandler, views)]
     return web.Application(
         [
             (prefix, PageHandler, views),
-            (prefix + "metrics", MetricsHandler, views),
+            *metrics,
             (prefix + "api/rows", JsonHandler, views),
             (prefix + "oauth_callback", HubOAuthCallbackHandler),
         ],
@@ -207,6 +219,25 @@ async def main() -> None:
     )
     prefix = env.get("JUPYTERHUB_SERVICE_PREFIX", "/services/gpumem/")
     bind = urlparse(env.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
-    make_app(poller, prefix).listen(bind.port or 80, bind.hostname or "127.0.0.1")
-    log.info("GPU memory by user at %s, reading servers through %s", quote(prefix), proxy)
-    await poller.run()
+    prometheus = env.get("JUPYTER_GPUMEM_HUB_PROMETHEUS_URL")
+    if not prometheus:
+        make_app(poller, prefix).listen(bind.port or 80, bind.hostname or "127.0.0.1")
+        log.info("GPU memory by user at %s, reading servers through %s", quote(prefix), proxy)
+        await poller.run()
+        return
+    file_sd = poller.file_sd
+
+    async def targets() -> None:  # the hub's list only (a request per 200 users), never the servers
+        if file_sd is not None:
+            write_targets(file_sd, poller.proxy_url, await poller.servers())
+
+    reader = PrometheusReader(
+        prometheus,
+        interval_s=_setting("INTERVAL_S", 5.0),
+        deadline_s=_setting("DEADLINE_S", 3.0),
+        max_body_bytes=int(_setting("PROMETHEUS_MAX_BYTES", 64 * 2**20)),
+        targets=targets if file_sd is not None else None,
+    )
+    make_app(reader, prefix).listen(bind.port or 80, bind.hostname or "127.0.0.1")
+    log.info("GPU memory by user at %s, read from Prometheus at %s", quote(prefix), prometheus)
+    await reader.run()

@@ -93,16 +93,26 @@ def metrics(index: int, now: float) -> bytes:
         total.add_metric(labels, gpu["total_bytes"])
         used.add_metric(labels, gpu["used_bytes"])
     reporting = family("jupyter_gpumem_kernel_reporting", ["kernel_id"])
+    ratio = family("jupyter_gpumem_kernel_ceiling_ratio", ["kernel_id"])
+    ceiling = family("jupyter_gpumem_kernel_ceiling_bytes", ["kernel_id"])
+    limit = family("jupyter_gpumem_kernel_limit_info", ["kernel_id", "gpu_uuid", "gpu_index", "kind", "hard"])
+    info = family("jupyter_gpumem_gpu_info", ["gpu_uuid", "gpu_index", "name"])
+    for gpu in data["gpus"]:
+        info.add_metric([gpu["uuid"], str(gpu["index"]), gpu["name"]], 1)
     k_used, k_budget, k_over = (
         family(f"jupyter_gpumem_kernel_{n}", ["kernel_id", "gpu_uuid", "gpu_index"]) for n in KERNEL_FAMILIES
     )
     for kernel in data["kernels"]:
         reporting.add_metric([kernel["id"]], int(kernel["status"] == "reporting"))
+        for fam, value in ((ratio, kernel["ceiling"]["max_fraction"]), (ceiling, kernel["ceiling"]["max_limit_bytes"])):
+            if value is not None:
+                fam.add_metric([kernel["id"]], value)
         for gpu in kernel["gpus"]:
             labels = [kernel["id"], gpu["uuid"], str(gpu["index"])]
             k_used.add_metric(labels, gpu["used_bytes"])
             k_budget.add_metric(labels, gpu["budget_bytes"])
             k_over.add_metric(labels, int(gpu["over_budget"]))
+            limit.add_metric([*labels, gpu["limit_kind"], "true" if gpu["limit_hard"] else "false"], 1)
 
     class _All:
         def collect(self) -> list[GaugeMetricFamily]:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from fleet import ADMIN_TOKEN
-from hub_fixtures import Fleet, running_fleet
+from hub_fixtures import Fleet, running_fleet, running_service
 from playwright.sync_api import Browser, Page, sync_playwright
+from server_fixtures import free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
 from labserver import launch_chromium
@@ -89,3 +90,19 @@ def test_the_table_is_updated_in_place_without_reloading_the_page(browser: Brows
     assert page.evaluate("() => window.sameDocument === true")  # a reload would have dropped it
     assert page.locator("tr.stale").count() >= 2  # the servers that answered once, then hung: kept, marked
     page.context.close()
+
+
+def test_a_prometheus_that_cannot_be_read_is_one_sentence_at_the_top(
+    browser: Browser, fleet: Fleet, tmp_path: Path
+) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    env = {"JUPYTER_GPUMEM_HUB_PROMETHEUS_URL": dead, "JUPYTER_GPUMEM_HUB_INTERVAL_S": "1"}
+    with running_service(tmp_path, fleet.url, env, "from-prometheus") as (service, _):
+        context = browser.new_context(extra_http_headers={"Authorization": f"token {ADMIN_TOKEN}"})
+        page = context.new_page()
+        page.goto(service)
+        state = page.locator("#state")
+        state.filter(has_text="cannot be read").wait_for(timeout=30_000)
+        assert state.inner_text().startswith(f"Prometheus at {dead} cannot be read: it cannot be reached")
+        assert state.inner_text().endswith("The rows below are its last figures; check that Prometheus runs.")
+        context.close()
