@@ -69,6 +69,8 @@ def test_at_250_and_600_px_in_light_and_dark_nothing_scrolls_sideways_wraps_or_f
             where = f"{theme}, {width} px"
             set_sidebar_width(page, width)
             page.wait_for_timeout(300)  # a frame for the chart to follow its new size
+            # plotly lays the legend out again at the new size: measure once it is back
+            page.wait_for_selector("#jupyter-gpumem-panel .jp-GpuMem-plot .legend", timeout=10_000)
             got = layout(page)
             assert got["width"] == width
             for box in got["scrollers"]:  # no horizontal scrollbar anywhere
