@@ -324,14 +324,9 @@ def test_a_drag_zooms_on_time_the_range_stays_through_live_updates_and_a_double_
             assert abs(span - 0.6 * (last - first)) < 0.05 * span, (where, span, last - first)
             assert abs(zoomed["range"][1] - zoomed["range"][0] - span) < 2, where  # plotly shows that range
             assert re.fullmatch(r"Paused on \d\d:\d\d:\d\d–\d\d:\d\d:\d\dBack to live", zoomed["paused"]), zoomed
-            # Three live updates later the range is still the user's.
-            last = newest(page)
-            page.wait_for_function(
-                """last => { const gd = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
-                            const own = gd._fullData.find(t => t.uid === 'own');
-                            return own.x[own.x.length - 1] >= last + 3000; }""",
-                arg=last,
-            )
+            # Three live updates later (one a second) the range is still the user's. Zoomed, the chart holds only
+            # the points around the user's range, so the newest samples need not show in its traces: wait by time.
+            page.wait_for_timeout(3_500)
             later = chart(page)
             assert (later["x0"], later["x1"], later["range"]) == (zoomed["x0"], zoomed["x1"], zoomed["range"]), where
             panel.screenshot(path=ARTIFACTS / f"sidebar-zoomed-{theme}-{width}.png")
