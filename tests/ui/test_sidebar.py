@@ -122,7 +122,9 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     assert pids == sorted(pids, key=int) and len(pids) == 3
     expect(panel.locator("tr.jp-GpuMem-self")).to_have_count(1)
     plot = panel.locator(".jp-GpuMem-plot")
-    # The y axis reaches the budget (20 GiB), not the device's 40 GiB, which is a note at the top.
+    # The y axis reaches the budget (20 GiB), not the device's 40 GiB, which is a note at the top (once the
+    # chart has drawn: plotly is loaded the first time a chart shows).
+    expect(plot).to_have_attribute("data-y-top", re.compile(r"^\d"), timeout=15_000)
     assert 20 * GiB <= float(plot.get_attribute("data-y-top") or 0) < 40 * GiB
     expect(plot.locator(".annotation-text", has_text="device total")).to_have_text("device total 40.0 GiB ↑")
 
