@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from jupyter_gpumem.budget.privacy import LEVELS, Level
+from jupyter_gpumem.budget.privacy import LEVELS, Level, total
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.wire.api import Status
 from jupyter_gpumem.wire.comm import Gpu as ReportedGpu
@@ -182,7 +182,7 @@ def _gpu(
         utilization_percent=device.utilization_percent,
         processes_known=known,
         other_processes=len(others) if known else None,
-        other_bytes=_total(others) if known else None,
+        other_bytes=total(others) if known else None,
         others=listed,
     )
 
@@ -238,7 +238,7 @@ def _kernel_gpu(device: Device, own: list[int | None], said: ReportedGpu | None)
     budget = said["budget_bytes"] if said else None
     # No process listed is not 0: NVML lists none where the kernel holds nothing, and also where its PID is
     # not the one the driver sees (a container without the host's PID namespace).
-    used = _total(own) if own else None
+    used = total(own) if own else None
     return KernelGpu(
         index=device.index,
         uuid=device.uuid,
@@ -257,8 +257,3 @@ def _kernel_gpu(device: Device, own: list[int | None], said: ReportedGpu | None)
         limit_kind=said.get("limit_kind") if said else None,
         limit_hard=bool(said and said.get("limit_hard")),
     )
-
-
-def _total(figures: Sequence[int | None]) -> int | None:
-    """The sum, or None when one of them is not known: a partial sum would pass for the whole."""
-    return None if None in figures else sum(f or 0 for f in figures)
