@@ -199,7 +199,9 @@ export class Chart {
     if (this._range) {
       this._pausedText.textContent = pausedOn(fig.x0, fig.x1, this._trans);
     }
-    void this._plotly!.react(plot, fig.data, fig.layout, MODE_BAR);
+    // The config once: given again, plotly copies and compares it on every update (~1 ms).
+    const config = this._drawn ? undefined : MODE_BAR;
+    void this._plotly!.react(plot, fig.data, fig.layout, config);
     if (!this._drawn) {
       this._drawn = true;
       this._placeholder.hidden = true;

@@ -130,6 +130,58 @@ export function axisTime(value: unknown): number {
   return Date.UTC(+y, +mo - 1, +d, +h, +mi) + Math.round(Number(s) * 1000);
 }
 
+/** The time axis's tick steps (ms) and the label each calls for. */
+const TIME_STEPS: [number, string][] = [
+  ...[1, 2, 5, 10, 15, 30].map((s): [number, string] => [s * 1000, '%H:%M:%S']),
+  ...[1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720].map(
+    (m): [number, string] => [m * 60_000, '%H:%M']
+  ),
+  ...[1, 2, 7].map((d): [number, string] => [d * 86_400_000, '%b %d'])
+];
+
+/** A tick label's width at the axis's 10 px font, a little more than it takes. */
+const labelWidth = (format: string): number =>
+  format === '%b %d' ? 36 : format.length * 6;
+
+export interface ITimeTicks {
+  /** In the axis's time (toLocal): on the round second, minute, hour or local midnight. */
+  values: number[];
+  format: string;
+}
+
+/**
+ * The time axis's ticks from `lo` to `hi` (axis time): at least 60 px apart, and none whose label
+ * would stick out of the chart's sides while `x0`–`x1` is shown, which plotly would cut in half. Ours,
+ * not plotly's, so plotly never measures a label to hide it (a forced layout each, the larger part
+ * of an update's cost in a notebook).
+ */
+export function timeTicks(
+  lo: number,
+  hi: number,
+  x0: number,
+  x1: number,
+  plotW: number
+): ITimeTicks {
+  const span = Math.max(1, x1 - x0);
+  const most = Math.max(2, Math.floor(plotW / 60));
+  const [step, format] =
+    TIME_STEPS.find(([ms]) => span / ms <= most) ??
+    TIME_STEPS[TIME_STEPS.length - 1];
+  const half = labelWidth(format) / 2;
+  const px = (v: number) => ((v - x0) / span) * plotW;
+  const values: number[] = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi; v += step) {
+    const inView = v >= x0 && v <= x1;
+    if (
+      !inView ||
+      (px(v) - half >= -MARGIN.l && px(v) + half <= plotW + MARGIN.r)
+    ) {
+      values.push(v);
+    }
+  }
+  return { values, format };
+}
+
 /** The chart's colours: CSS colours read from the --jp-* variables (chart.ts). */
 export interface IColours {
   own: string;
@@ -333,25 +385,45 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     } as Data);
   }
 
-  // The unit above the tick labels; the total's note beside it, clear of the mode bar on the right.
-  const note = (text: string, unit: boolean): Partial<Annotations> => ({
-    text,
+  // The unit above the tick labels, as plotly's title (an annotation is drawn twice an update, a title
+  // once); the total's note beside it, clear of the mode bar on the right.
+  const textFont = { size: 10, color: colours.text };
+  const title: Partial<Layout['title']> = {
+    text: scale.unit,
+    font: textFont,
     xref: 'paper',
     yref: 'paper',
     x: 0,
     y: 1,
-    xanchor: unit ? 'right' : 'left',
+    xanchor: 'right',
     yanchor: 'bottom',
-    xshift: unit ? -4 : 0,
-    yshift: 4, // clear of the top tick's label
-    showarrow: false,
-    font: { size: 10, color: colours.text }
-  });
-  const annotations = [note(scale.unit, true)];
+    pad: { r: 4, b: 4, t: 0, l: 0 } // clear of the top tick's label
+  };
+  const annotations: Partial<Annotations>[] = [];
   if (totalTop > 0 && !totalFits) {
-    annotations.push(note(totalAbove(totalTop, trans), false));
+    annotations.push({
+      text: totalAbove(totalTop, trans),
+      xref: 'paper',
+      yref: 'paper',
+      x: 0,
+      y: 1,
+      xanchor: 'left',
+      yanchor: 'bottom',
+      yshift: 4,
+      showarrow: false,
+      font: textFont
+    });
   }
   const axisFont = { size: 10, color: colours.text };
+  // Zoomed, ticks for the span either side too, which a pan shows before it ends.
+  const reach = args.range ? span : 0;
+  const ticks = timeTicks(
+    toLocal(x0 - reach),
+    toLocal(x1 + reach),
+    toLocal(x0),
+    toLocal(x1),
+    plotW
+  );
   const layout: Partial<Layout> = {
     width,
     height,
@@ -383,12 +455,10 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     xaxis: {
       type: 'date',
       range: [toLocal(x0), toLocal(x1)],
-      nticks: Math.max(2, Math.floor(plotW / 60)),
-      tickformatstops: [
-        { dtickrange: [null, 59_999], value: '%H:%M:%S' },
-        { dtickrange: [60_000, 86_399_999], value: '%H:%M' },
-        { dtickrange: [86_400_000, null], value: '%b %d' }
-      ],
+      tickmode: 'array',
+      tickvals: ticks.values,
+      tickformat: ticks.format,
+      ticklabeloverflow: 'allow', // timeTicks left out the labels that would not fit
       hoverformat: '%H:%M:%S',
       tickfont: axisFont,
       showgrid: false,
@@ -403,10 +473,12 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
       tickmode: 'array',
       tickvals: scale.ticks.map(v => v / GiB),
       ticktext: scale.ticks.map(v => axisNumber(v / size)),
+      ticklabeloverflow: 'allow', // in the left margin, which holds the widest
       tickfont: axisFont,
       gridcolor: colours.grid,
       zeroline: false
     },
+    title,
     annotations,
     shapes
   };

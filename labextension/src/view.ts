@@ -128,16 +128,18 @@ export class MemoryView {
   ): void {
     const trans = this._trans;
     const n = this._lines;
+    this._chartBox.hidden = gpu.lost; // no figures to draw: no chart, no legend
+    // The chart first: plotly reads the layout before it draws, which is then not yet made stale by
+    // the lines and the table (one layout for all of them after the chart, not two).
+    if (!gpu.lost) {
+      this._chart.render(series, windowMs, latest.framework);
+    }
     this.body.classList.toggle('jp-mod-stale', stale);
     const lines = viewLines(latest, gpu, trans);
     for (const name of Object.keys(n) as ViewLine[]) {
       setLine(n[name], lines[name]);
     }
-    this._chartBox.hidden = gpu.lost; // no figures to draw: no chart, no legend
     this._table.render(gpu, stale);
-    if (!gpu.lost) {
-      this._chart.render(series, windowMs, latest.framework);
-    }
   }
 
   dispose(): void {

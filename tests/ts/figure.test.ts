@@ -12,8 +12,10 @@ import {
   MIN_SPAN_MS,
   axisTime,
   bucketMs,
+  MARGIN,
   hoverText,
   figure,
+  timeTicks,
   fromLocal,
   toLocal,
   xRange,
@@ -142,9 +144,11 @@ test('the figure has a line per figure the kernel sends, this kernel filled and 
   const own = fig.data[2] as { fill: string; y: (number | null)[] };
   assert.equal(own.fill, 'tozeroy');
   assert.equal(own.y[59], (59 * 50) / 1024);
+  // The unit above the tick labels is plotly's title (drawn once an update; an annotation twice).
+  assert.equal((fig.layout.title as { text: string }).text, 'GiB');
   assert.deepEqual(
     fig.layout.annotations!.map(a => a.text),
-    ['GiB', 'device total 40.0 GiB ↑']
+    ['device total 40.0 GiB ↑']
   );
   // Legend order is the user's reading order, not the drawing order.
   const ranks = fig.data.map(d => (d as { legendrank: number }).legendrank);
@@ -166,10 +170,7 @@ test('a device total within the scale is a line, and the framework has its own',
     'PyTorch in use',
     'this kernel'
   ]);
-  assert.deepEqual(
-    fig.layout.annotations!.map(a => a.text),
-    ['GiB']
-  );
+  assert.deepEqual(fig.layout.annotations, []);
 });
 
 test("the lines in legend order and their names are the ones the kernel's plotly figure has", () => {
@@ -273,6 +274,62 @@ test('hour ticks stay on the hour across a daylight-saving change', () => {
     assert.equal(toLocal(t) % 3_600_000, 0, new Date(t).toString());
     assert.equal(fromLocal(toLocal(t)), t);
   }
+});
+
+test('time ticks: round steps at least 60 px apart, none whose label would stick out of the chart', () => {
+  // An hour across 562 px (the sidebar at 600): every 10 minutes, on the local 10 minutes, as hh:mm.
+  const lo = toLocal(T0);
+  const hour = timeTicks(lo, lo + 3_600_000, lo, lo + 3_600_000, 562);
+  assert.equal(hour.format, '%H:%M');
+  assert.deepEqual(
+    hour.values.map(v => (v - lo) / 60_000),
+    [0, 10, 20, 30, 40, 50] // 11:00 sits on the right edge: its label would be cut in half
+  );
+  // Two minutes across 212 px (the sidebar at 250): every minute.
+  const two = timeTicks(lo, lo + 120_000, lo, lo + 120_000, 212);
+  assert.deepEqual(two, { values: [lo, lo + 60_000], format: '%H:%M' });
+  // A zoom on ten seconds of it: seconds, the spans either side too (for a pan), none cut at the edges.
+  const x0 = lo + 30_000;
+  const zoom = timeTicks(x0 - 10_000, x0 + 20_000, x0, x0 + 10_000, 212);
+  assert.equal(zoom.format, '%H:%M:%S');
+  const step = zoom.values[1] - zoom.values[0];
+  assert.equal(step, 5000);
+  assert.ok(zoom.values.every(v => v % step === 0));
+  assert.ok(
+    zoom.values[0] < x0 && zoom.values[zoom.values.length - 1] > x0 + 10_000
+  );
+  const half = (8 * 6) / 2;
+  for (const v of zoom.values.filter(v => v >= x0 && v <= x0 + 10_000)) {
+    const px = ((v - x0) / 10_000) * 212;
+    assert.ok(
+      px - half >= -MARGIN.l && px + half <= 212 + MARGIN.r,
+      String(px)
+    );
+  }
+  assert.ok(!zoom.values.includes(x0 + 10_000)); // 212 px in: its label would pass the right edge
+  // Days: on local midnight.
+  const week = timeTicks(lo, lo + 7 * 86_400_000, lo, lo + 7 * 86_400_000, 562);
+  assert.equal(week.format, '%b %d');
+  assert.ok(week.values.every(v => v % 86_400_000 === 0));
+});
+
+test('the figure gives plotly its own time ticks, so plotly measures no label to hide it', () => {
+  // Ten minutes across 312 px: every 2 minutes.
+  const fig = figure(
+    args(
+      history(600, () => 2 * GiB),
+      { width: 350 }
+    ),
+    trans
+  );
+  const x = fig.layout.xaxis!;
+  assert.equal(x.tickmode, 'array');
+  assert.equal(x.tickformat, '%H:%M');
+  assert.equal(x.ticklabeloverflow, 'allow');
+  assert.deepEqual(
+    (x.tickvals as number[]).map(v => v - toLocal(T0)),
+    [0, 2, 4, 6, 8].map(m => m * 60_000)
+  );
 });
 
 test("plotly's range ends are read back as the axis's time", () => {

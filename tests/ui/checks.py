@@ -70,6 +70,8 @@ CHART = f"""root => {{ {_TRACE}
     own: (b => b && {{ width: b.width, height: b.height }})(traceOf(gd, 'own')?.querySelector('.js-line').getBBox()),
     legend: [...gd.querySelectorAll('.legend .traces .legendtext')].map(n => n.textContent),
     notes: [...gd.querySelectorAll('.annotation-text')].map(n => n.textContent),
+    title: gd.querySelector('.gtitle')?.textContent ?? null,
+    ticks: [...gd.querySelectorAll('.xtick text')].map(n => n.textContent),
     hover: [...gd.querySelectorAll('.hoverlayer text')].map(n => n.textContent),
     paused: paused && !paused.hidden ? paused.textContent : null,
   }};

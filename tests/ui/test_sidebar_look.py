@@ -255,7 +255,18 @@ def test_a_20_second_ramp_through_the_budget_fills_the_chart_and_makes_one_mark(
     # Y: up to this kernel's peak (23 GiB) with a little room, not the device's 40 GiB.
     assert 23 * GiB <= got["yTop"] <= 1.3 * 23 * GiB
     assert got["yRange"] == [0, got["yTop"] / GiB]
-    assert "device total 40.0 GiB ↑" in got["notes"]
+    assert got["notes"] == ["device total 40.0 GiB ↑"] and got["title"] == "GiB", got
+    # The unit sits over the tick labels, left of the plot; the total's note from the plot's left edge.
+    unit, note, area = page.evaluate(
+        """() => { const gd = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
+                   const box = n => n.getBoundingClientRect(), g = box(gd);
+                   const [u, t, p] = [gd.querySelector('.gtitle'), gd.querySelector('.annotation-text'),
+                                      gd.querySelector('.nsewdrag')].map(box);
+                   return [u, t, p].map(b => ({ left: b.left - g.left, right: b.right - g.left,
+                                                top: b.top - g.top, bottom: b.bottom - g.top })); }"""
+    )
+    assert 0 <= unit["left"] and unit["right"] <= area["left"] and unit["bottom"] <= area["top"], (unit, area)
+    assert note["left"] >= area["left"] - 1 and note["bottom"] <= area["top"], (note, area)
     # The 20 s ramp takes a sixth of the width (not 4 px) and most of the height (not 5%).
     own, plot = got["own"], got["plot"]
     assert own["width"] >= plot["width"] * 20 / 120 - 2, (own, plot)
@@ -288,7 +299,7 @@ def newest(page: Page) -> float:
     return float(next(t for t in chart(page)["traces"] if t["uid"] == "own")["x"][-1])
 
 
-def test_a_drag_zooms_on_time_the_range_stays_through_live_updates_and_a_double_click_follows_live(
+def test_a_drag_zooms_on_time_the_range_stays_through_live_updates_a_pan_moves_it_and_a_double_click_follows_live(
     page: Page, lab: Lab
 ) -> None:
     start(page, lab, "zoom.ipynb", twelve(3072))
@@ -330,6 +341,27 @@ def test_a_drag_zooms_on_time_the_range_stays_through_live_updates_and_a_double_
             later = chart(page)
             assert (later["x0"], later["x1"], later["range"]) == (zoomed["x0"], zoomed["x1"], zoomed["range"]), where
             panel.screenshot(path=ARTIFACTS / f"sidebar-zoomed-{theme}-{width}.png")
+            assert zoomed["ticks"] and all(re.fullmatch(r"\d\d:\d\d(:\d\d)?", t) for t in zoomed["ticks"]), zoomed
+            # The mode bar's pan: a drag a quarter of the plot's width to the right shows earlier times over the same
+            # span, still paused, with the time ticks of the range it shows.
+            plot.hover()
+            panel.locator(".jp-GpuMem-plot .modebar-btn[data-title='Pan']").click()
+            middle = box["x"] + area["left"] + area["width"] / 2
+            page.mouse.move(middle, y)
+            page.mouse.down()
+            page.mouse.move(middle + area["width"] / 4, y, steps=6)
+            page.mouse.up()
+            page.wait_for_function(
+                "x0 => Number(document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot').dataset.x0) < x0",
+                arg=zoomed["x0"],
+            )
+            panned = chart(page)
+            assert abs((zoomed["x0"] - panned["x0"]) - span / 4) < 0.05 * span, (where, zoomed, panned)
+            assert abs((panned["x1"] - panned["x0"]) - span) < 2, where
+            assert panned["paused"] is not None and panned["paused"] != zoomed["paused"], where
+            assert panned["ticks"] and all(re.fullmatch(r"\d\d:\d\d(:\d\d)?", t) for t in panned["ticks"]), panned
+            panel.screenshot(path=ARTIFACTS / f"sidebar-panned-{theme}-{width}.png")
+            panel.locator(".jp-GpuMem-plot .modebar-btn[data-title='Zoom']").click()
             # A double-click follows live again: the range the data calls for, up to the newest sample.
             page.mouse.dblclick(box["x"] + area["left"] + area["width"] / 2, y)
             expect(panel.locator(".jp-GpuMem-paused")).to_be_hidden()
