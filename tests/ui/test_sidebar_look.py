@@ -265,7 +265,7 @@ def test_a_20_second_ramp_through_the_budget_fills_the_chart_and_makes_one_mark(
                    return [u, t, p].map(b => ({ left: b.left - g.left, right: b.right - g.left,
                                                 top: b.top - g.top, bottom: b.bottom - g.top })); }"""
     )
-    assert 0 <= unit["left"] and unit["right"] <= area["left"] and unit["bottom"] <= area["top"], (unit, area)
+    assert unit["left"] >= 0 and unit["right"] <= area["left"] and unit["bottom"] <= area["top"], (unit, area)
     assert note["left"] >= area["left"] - 1 and note["bottom"] <= area["top"], (note, area)
     # The 20 s ramp takes a sixth of the width (not 4 px) and most of the height (not 5%).
     own, plot = got["own"], got["plot"]
