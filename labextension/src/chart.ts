@@ -76,7 +76,10 @@ export class Chart {
   /** A drag is going on: a live update now would cut it short. */
   private _dragging = false;
   private _drawn = false;
+  /** Some of it is in the viewport (a view in a notebook scrolled away is not): only then is it drawn. */
+  private _onScreen = true;
   private readonly _resize: ResizeObserver;
+  private readonly _seen: IntersectionObserver;
   private readonly _theme: MutationObserver;
 
   /** `node` holds the plot; `box` (around it) the note shown while paused. */
@@ -115,6 +118,14 @@ export class Chart {
       }
     });
     this._resize.observe(node);
+    this._seen = new IntersectionObserver(entries => {
+      const onScreen = entries[entries.length - 1].isIntersecting;
+      if (onScreen !== this._onScreen) {
+        this._onScreen = onScreen;
+        this._draw(); // back in view: the samples that came meanwhile
+      }
+    });
+    this._seen.observe(node);
     // A theme change sets these on the body once its styles are in: the colours are read again.
     this._theme = new MutationObserver(() => {
       this._colours = null;
@@ -146,6 +157,7 @@ export class Chart {
 
   dispose(): void {
     this._resize.disconnect();
+    this._seen.disconnect();
     this._theme.disconnect();
     window.removeEventListener('mouseup', this._dragEnd, true);
     this._plotly?.purge(this.plot);
@@ -164,8 +176,8 @@ export class Chart {
     this._placeholder.hidden = ready && this._drawn;
     this.plot.style.visibility = ready ? '' : 'hidden';
     this._paused.hidden = !ready || this._range === null;
-    // Hidden or collapsed (no size): no chart work at all until it shows again.
-    if (!ready || this._width <= 0 || this._height <= 0) {
+    // Hidden, collapsed (no size) or scrolled away: no chart work at all until it shows again.
+    if (!ready || !this._onScreen || this._width <= 0 || this._height <= 0) {
       return;
     }
     if (!this._plotly) {

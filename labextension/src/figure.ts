@@ -6,7 +6,7 @@
  * when it does not. About one point per pixel column, each keeping its bucket's peak.
  */
 
-import type { Annotations, Data, Layout, Shape } from 'plotly.js';
+import type { Annotations, Data, Layout } from 'plotly.js';
 
 import {
   IChartLabels,
@@ -152,8 +152,8 @@ export interface ITimeTicks {
 /**
  * The time axis's ticks from `lo` to `hi` (axis time): at least 60 px apart, and none whose label
  * would stick out of the chart's sides while `x0`–`x1` is shown, which plotly would cut in half. Ours,
- * not plotly's, so plotly never measures a label to hide it (a forced layout each, the larger part
- * of an update's cost in a notebook).
+ * not plotly's, so plotly never measures a label to hide it (a forced layout each: 3–5 ms an update
+ * in a notebook's page).
  */
 export function timeTicks(
   lo: number,
@@ -333,8 +333,9 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     } as Data);
   }
 
-  // Each cell in view: a band behind the lines, and a line along the top whose unified hover names it.
-  const shapes: Partial<Shape>[] = [];
+  // Each cell in view: a band behind the lines (the trace's area, drawn first, so under them; one
+  // trace rather than a shape a cell, which plotly would place and draw apart), and the line along its
+  // top whose unified hover names the cell.
   const cellTop = (scale.top / GiB) * 0.985;
   const cellX: (number | null)[] = [];
   const cellY: (number | null)[] = [];
@@ -348,18 +349,6 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     if (end < x0 || start > x1) {
       continue;
     }
-    shapes.push({
-      type: 'rect',
-      xref: 'x',
-      yref: 'paper',
-      x0: toLocal(start),
-      x1: toLocal(end),
-      y0: 0,
-      y1: 1,
-      fillcolor: translucent(colours.own, 0.06) ?? 'rgba(128, 128, 128, 0.06)',
-      line: { width: 0 },
-      layer: 'below'
-    });
     const title = hoverText(cellTitle(cell, trans), Math.floor(width / 7));
     const inside = s.t.filter(v => v > start && v < end);
     for (const v of [start, ...inside, end]) {
@@ -367,12 +356,12 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
       cellY.push(cellTop);
       cellText.push(title);
     }
-    cellX.push(null); // a gap between two cells
+    cellX.push(null); // a gap between two cells: their areas apart
     cellY.push(null);
     cellText.push(null);
   }
   if (cellX.length) {
-    data.push({
+    data.unshift({
       type: 'scatter',
       mode: 'lines',
       uid: 'cells',
@@ -381,13 +370,15 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
       y: cellY,
       hovertext: cellText,
       hovertemplate: '%{hovertext}<extra></extra>',
-      line: { color: colours.grid, width: 3 }
+      line: { color: colours.grid, width: 3 },
+      fill: 'tozeroy',
+      fillcolor: translucent(colours.own, 0.06) ?? 'rgba(128, 128, 128, 0.06)'
     } as Data);
   }
 
   // The unit above the tick labels, as plotly's title (an annotation is drawn twice an update, a title
   // once); the total's note beside it, clear of the mode bar on the right.
-  const textFont = { size: 10, color: colours.text };
+  const textFont = { size: 10, color: colours.text }; // the notes and the tick labels
   const title: Partial<Layout['title']> = {
     text: scale.unit,
     font: textFont,
@@ -397,7 +388,7 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     y: 1,
     xanchor: 'right',
     yanchor: 'bottom',
-    pad: { r: 4, b: 4, t: 0, l: 0 } // clear of the top tick's label
+    pad: { r: 4, b: 7, t: 0, l: 0 } // clear of the top tick's label, level with the total's note
   };
   const annotations: Partial<Annotations>[] = [];
   if (totalTop > 0 && !totalFits) {
@@ -414,7 +405,6 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
       font: textFont
     });
   }
-  const axisFont = { size: 10, color: colours.text };
   // Zoomed, ticks for the span either side too, which a pan shows before it ends.
   const reach = args.range ? span : 0;
   const ticks = timeTicks(
@@ -460,7 +450,7 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
       tickformat: ticks.format,
       ticklabeloverflow: 'allow', // timeTicks left out the labels that would not fit
       hoverformat: '%H:%M:%S',
-      tickfont: axisFont,
+      tickfont: textFont,
       showgrid: false,
       zeroline: false,
       linecolor: colours.grid,
@@ -474,13 +464,12 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
       tickvals: scale.ticks.map(v => v / GiB),
       ticktext: scale.ticks.map(v => axisNumber(v / size)),
       ticklabeloverflow: 'allow', // in the left margin, which holds the widest
-      tickfont: axisFont,
+      tickfont: textFont,
       gridcolor: colours.grid,
       zeroline: false
     },
     title,
-    annotations,
-    shapes
+    annotations
   };
   return { data, layout, x0, x1, yTop: scale.top };
 }

@@ -102,6 +102,21 @@ def check_inline_view(page: Page, lab: Lab, name: str, screenshot: str) -> None:
     live = page.locator(".jp-GpuMem-inline .jp-GpuMem-headline")
     expect(live).to_contain_text("7.8 of 20.0 GiB budget", timeout=8_000)
     expect(still.locator(".gtitle")).to_contain_text("5.9 of 20.0 GiB budget")  # it stays still
+    # Scrolled out of view, the live view's chart does no work while its samples come; back in view it draws
+    # them (plotly's redraws counted).
+    plot = "document.querySelector('.jp-GpuMem-inline .jp-GpuMem-plot')"
+    page.set_viewport_size({"width": 1400, "height": 320})
+    page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(0).scroll_into_view_if_needed()
+    page.wait_for_function(f"() => {plot}.getBoundingClientRect().top > innerHeight")
+    page.wait_for_timeout(500)
+    page.evaluate(f"() => {{ const gd = {plot}; gd.draws = 0; gd.on('plotly_afterplot', () => gd.draws++); }}")
+    shown = page.locator(".jp-GpuMem-inline .jp-GpuMem-live").text_content()
+    page.wait_for_timeout(3_000)
+    assert page.locator(".jp-GpuMem-inline .jp-GpuMem-live").text_content() != shown  # samples came
+    assert page.evaluate(f"() => {plot}.draws") == 0
+    page.locator(".jp-GpuMem-inline .jp-GpuMem-chart").scroll_into_view_if_needed()
+    page.wait_for_function(f"() => {plot}.draws > 0")
+    page.set_viewport_size({"width": 1400, "height": 900})
 
 
 def test_inline_view_in_jupyterlab_with_the_labextension(page: Page, lab: Lab) -> None:
