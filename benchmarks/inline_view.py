@@ -44,11 +44,9 @@ from labserver import launch_chromium, open_notebook, running_lab
 from playwright.sync_api import Page, expect, sync_playwright
 from sidebar import BUDGET_MIB, GPU, OTHERS, OTHERS_MIB, TOTAL_MIB, MiB, percentile, sample, scenario
 
+PLOT = "document.querySelector('.jp-GpuMem-inline .jp-GpuMem-plot')"
 # Points in this kernel's line on the chart.
-OWN_POINTS = (
-    "(document.querySelector('.jp-GpuMem-inline .jp-GpuMem-plot')?._fullData"
-    "?.find(t => t.uid === 'own')?.x.length ?? 0)"
-)
+OWN_POINTS = f"({PLOT}?._fullData?.find(t => t.uid === 'own')?.x.length ?? 0)"
 TARGET_KERNEL_CORE_PERCENT = 1.0
 TARGET_BROWSER_P95_MS = 16.0
 
@@ -126,8 +124,15 @@ def measure(
     page.keyboard.press("Shift+Enter")
     page.wait_for_function(OWN_POINTS + " > 2", timeout=120_000)  # the replayed history is drawn
     page.evaluate("() => { globalThis.jupyterGpumemTiming = true; }")
+    # The chart's redraws (plotly's afterplot events): it draws only while on screen, so the page is tall
+    # enough for the view and both loop cells, and the count is checked.
+    page.evaluate(f"() => {{ const gd = {PLOT}; gd.draws = 0; gd.on('plotly_afterplot', () => gd.draws++); }}")
     idle, idle_intervals = run_loop(page, cdp, 1, warmup + updates)
+    drawn = page.evaluate(f"() => {PLOT}.draws")
     busy, busy_intervals = run_loop(page, cdp, 2, warmup + updates)
+    drawn = page.evaluate(f"() => {PLOT}.draws") - drawn
+    if drawn < len(busy["renders"]) - 2:
+        raise SystemExit(f"the chart drew {drawn} times in {len(busy['renders'])} updates: it was not on screen")
     base = statistics.median(idle_intervals)
     browser = [max(0.0, v - base) for v in busy_intervals[warmup:]]
     cpu_per_update = (busy["cpu_s"] - idle["cpu_s"]) / (warmup + updates)
@@ -165,7 +170,8 @@ def main() -> None:
         browser = launch_chromium(playwright)
         results = {}
         for label, history in (("1 minute of history", 60), ("1 hour of history", 3600)):
-            context = browser.new_context(viewport={"width": 1400, "height": 900})
+            # Tall: the view and both loop cells on screen at once (a chart scrolled away is not drawn).
+            context = browser.new_context(viewport={"width": 1400, "height": 2000})
             page = context.new_page()
             cdp = context.new_cdp_session(page)
             cdp.send("Performance.enable")
@@ -190,8 +196,8 @@ def main() -> None:
     print(
         f"targets: kernel < {TARGET_KERNEL_CORE_PERCENT}% of a core: "
         f"{'met' if hour['kernel_core_percent'] < TARGET_KERNEL_CORE_PERCENT else 'NOT met'}; "
-        f"browser render p95 < {TARGET_BROWSER_P95_MS} ms (as the sidebar's): "
-        f"{'met' if hour['render_p95_ms'] < TARGET_BROWSER_P95_MS else 'NOT met'}"
+        f"browser render p95 <= {TARGET_BROWSER_P95_MS:g} ms (as the sidebar's): "
+        f"{'met' if hour['render_p95_ms'] <= TARGET_BROWSER_P95_MS else 'NOT met'}"
     )
 
 
