@@ -70,7 +70,7 @@ def check_inline_view(page: Page, lab: Lab, name: str, screenshot: str) -> None:
     # history the kernel replays and the samples after it.
     expect(view.locator(".jp-GpuMem-plot .legend .legendtext")).to_have_text(["this kernel", "others", "budget"])
     page.wait_for_function("() => document.querySelector('.jp-GpuMem-inline .jp-GpuMem-collecting')?.hidden")
-    expect(view.locator(".jp-GpuMem-plot .scatterlayer .js-line").first).to_have_attribute("d", re.compile("L"))
+    expect(view.locator(".jp-GpuMem-plot .scatterlayer .traceown .js-line")).to_have_attribute("d", re.compile("L"))
     # The busy cell: the kernel grows to 6000 MiB and the cell sleeps; the view moves before it ends.
     cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(2)
     cell.locator(".jp-InputArea-editor").click()

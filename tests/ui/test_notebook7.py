@@ -54,7 +54,7 @@ def test_the_inline_view_works_in_notebook_7_and_moves_while_a_cell_sleeps(page:
     view = page.locator(".jp-GpuMem-inline").first
     headline = view.locator(".jp-GpuMem-headline")
     expect(headline).to_have_text("3.1 of 20.0 GiB budget (15%, not in force)")
-    expect(view.locator(".jp-GpuMem-plot .scatterlayer .js-line").first).to_have_attribute("d", re.compile("L"))
+    expect(view.locator(".jp-GpuMem-plot .scatterlayer .traceown .js-line")).to_have_attribute("d", re.compile("L"))
     cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(2)
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")

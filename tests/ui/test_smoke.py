@@ -36,11 +36,11 @@ def test_the_panel_opens_and_the_figures_appear(page: Page, lab: Lab) -> None:
     panel = page.locator("#jupyter-gpumem-panel")
     expect(panel.locator(".jp-GpuMem-headline")).to_contain_text("of 20.0 GiB budget")
     expect(panel.locator(".jp-GpuMem-processes tbody tr")).to_have_count(3)
-    expect(panel.locator(".jp-GpuMem-plot .scatterlayer .js-line").first).to_have_attribute("d", re.compile("L"))
+    expect(panel.locator(".jp-GpuMem-plot .scatterlayer .traceown .js-line")).to_have_attribute("d", re.compile("L"))
     run_cell(page, 1)
     view = page.locator(".jp-GpuMem-inline")
     expect(view.locator(".jp-GpuMem-headline")).to_contain_text("of 20.0 GiB budget")
-    expect(view.locator(".jp-GpuMem-plot .scatterlayer .js-line").first).to_have_attribute("d", re.compile("L"))
+    expect(view.locator(".jp-GpuMem-plot .scatterlayer .traceown .js-line")).to_have_attribute("d", re.compile("L"))
     page.wait_for_timeout(2500)  # a few seconds of the chart
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=ARTIFACTS / "readme.png")
