@@ -72,6 +72,7 @@ def figure(
     total = history.peak(values["total"])
     labels = viewtext.chart_labels(latest.get("framework"))
     times = [datetime.fromtimestamp(s) for s in t]
+    _cells(fig, kept, t, series.t[-1], x0, x1, top / size)  # first: its area under the lines
     for trace in TRACES:
         shown = [None if math.isnan(v) else v / size for v in values[trace.key]]
         if (trace.key == "total" and total > top) or all(v is None for v in shown):
@@ -97,7 +98,6 @@ def figure(
             hoverinfo="text",
             showlegend=False,
         )
-    _cells(fig, kept, series.t[-1], x0, x1, top / size)
     if total > top:
         fig.add_annotation(
             text=viewtext.total_above(total), xref="paper", yref="paper", x=1, y=1.0, xanchor="right",
@@ -108,9 +108,12 @@ def figure(
     return fig
 
 
-def _cells(fig: go.Figure, samples: list[Mapping[str, Any]], last: float, x0: float, x1: float, top: float) -> None:
-    """Each notebook cell in view (the samples' ``cells``): a band behind the lines and a line along the top whose
-    hover names it, as the live chart draws them (figure.ts)."""
+def _cells(
+    fig: go.Figure, samples: list[Mapping[str, Any]], t: list[float], last: float, x0: float, x1: float, top: float
+) -> None:
+    """Each notebook cell in view (the samples' ``cells``) as the live chart draws them (figure.ts): one trace, a
+    line along the top whose hover names the cell at each sample time ``t`` it spans, and its area a band behind
+    the lines."""
     cells: dict[float, Mapping[str, Any]] = {}
     for sample in samples:
         for cell in sample.get("cells") or ():
@@ -121,18 +124,16 @@ def _cells(fig: go.Figure, samples: list[Mapping[str, Any]], last: float, x0: fl
         start, end = cell["start_t"], cell["end_t"] if cell["end_t"] is not None else last
         if end < x0 or start > x1:
             continue
-        fig.add_vrect(
-            x0=datetime.fromtimestamp(start), x1=datetime.fromtimestamp(end), fillcolor=TRACES[0].colour,
-            opacity=0.06, line_width=0, layer="below",
-        )  # fmt: skip
         count = "*" if cell["count"] is None else cell["count"]
         name = _plain(f"[{count}] {printable(cell['line'])}" + (" (error)" if cell["error"] else ""))
-        xs += [datetime.fromtimestamp(start), datetime.fromtimestamp(end), None]
-        names += [name, name, None]
+        span = [start, *(s for s in t if start < s < end), end]
+        xs += [*(datetime.fromtimestamp(s) for s in span), None]  # None: a gap between two cells' areas
+        names += [*(name for _ in span), None]
     if xs:
         fig.add_scatter(
             x=xs, y=[None if x is None else top * 0.985 for x in xs], mode="lines", name="cells", showlegend=False,
             hovertext=names, hovertemplate="%{hovertext}<extra></extra>", line={"color": MUTED, "width": 3},
+            fill="tozeroy", fillcolor="rgba(25, 118, 210, 0.06)",  # this kernel's colour, as faint as the live one
         )  # fmt: skip
 
 

@@ -184,9 +184,14 @@ def test_each_cell_in_view_is_a_band_whose_hover_names_it() -> None:
         "cells": [{"count": None, "line": "more()", "start_t": T0 + 45, "end_t": None, "error": False}],
     }
     fig = figure(history)
-    bands = [(s.x0, s.x1) for s in fig.layout.shapes]
+    cells = fig.data[0]  # drawn first: its area under the lines
+    assert (cells.name, cells.fill, cells.showlegend, fig.layout.shapes) == ("cells", "tozeroy", False, ())
+    gaps = [i for i, x in enumerate(cells.x) if x is None]
+    bands = [(cells.x[a + 1], cells.x[b - 1]) for a, b in zip([-1, *gaps], gaps, strict=False)]
     times = [datetime.fromtimestamp(T0 + s) for s in (10, 30, 45, 59)]
     assert bands == [(times[0], times[1]), (times[2], times[3])]  # ended; running up to the last sample
-    [cells] = [trace for trace in fig.data if trace.name == "cells"]
-    assert [h for h in cells.hovertext if h] == ["[7] train(&lt;b&gt;) (error)"] * 2 + ["[*] more()"] * 2
-    assert cells.showlegend is False and "cells" not in names(fig)
+    # The hover names the cell at every sample it spans, as the live chart's does.
+    first = [x for x, h in zip(cells.x, cells.hovertext, strict=True) if h == "[7] train(&lt;b&gt;) (error)"]
+    assert first == [datetime.fromtimestamp(T0 + s) for s in range(10, 31)]
+    assert [h for h in cells.hovertext if h].count("[*] more()") == 15
+    assert "cells" not in names(fig)
