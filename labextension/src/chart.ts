@@ -1,14 +1,30 @@
 /**
  * The time chart, drawn by plotly.js (its basic partial bundle, loaded as its own chunk the first
  * time a chart shows, so JupyterLab's start does not carry it). figure.ts says what is drawn; this
- * file keeps it live: the size, the theme's colours, and the user's zoom or pan, which pauses the
- * chart on that range until a double-click or "Back to live".
+ * file keeps it live: the size, the theme's colours, the user's zoom or pan, which pauses the chart
+ * on that range until a double-click or "Back to live", and the lines they hid. The legend, the unit
+ * and the total's note are HTML around the plot, set only when they change (plotly would draw them
+ * again every update); the PNG the mode bar's camera saves has them all, drawn by plotly.
  */
 
-import type { Config, PlotRelayoutEvent, PlotlyHTMLElement } from 'plotly.js';
+import type {
+  Config,
+  Layout,
+  PlotRelayoutEvent,
+  PlotlyHTMLElement
+} from 'plotly.js';
 
+import { element, setLine } from './dom';
 import { Trans, chartName, chartWords, collecting, pausedOn } from './format';
-import { IColours, IFigure, axisTime, figure, fromLocal } from './figure';
+import {
+  IColours,
+  IFigure,
+  ILegendEntry,
+  MARGIN,
+  axisTime,
+  figure,
+  fromLocal
+} from './figure';
 import { ISeries } from './history';
 
 type Plotly = typeof import('plotly.js');
@@ -43,14 +59,11 @@ function readColours(node: HTMLElement): IColours {
   return colours;
 }
 
-/** Only what a user needs of the mode bar (shown on hover): zoom, pan and the picture as a PNG. */
-const MODE_BAR: Partial<Config> = {
-  displaylogo: false,
-  displayModeBar: 'hover',
-  doubleClick: false, // ours: back to live, not plotly's reset to the first range it was given
-  showTips: false, // the paused note says how to get back
-  modeBarButtons: [['toImage', 'zoom2d', 'pan2d']],
-  toImageButtonOptions: { filename: 'gpu-memory', scale: 2 }
+/** What plotly leaves out of the live plot: chart.ts shows these as HTML. */
+const LIVE: Partial<Layout> = {
+  showlegend: false,
+  title: { text: '' },
+  annotations: []
 };
 
 interface IArgs {
@@ -65,6 +78,15 @@ export class Chart {
   private readonly _placeholder: HTMLElement;
   private readonly _paused: HTMLElement;
   private readonly _pausedText: HTMLElement;
+  private readonly _unit: HTMLElement;
+  private readonly _note: HTMLElement;
+  private readonly _legend: HTMLElement;
+  /** What the legend shows now, as text: redrawn only when it changes. */
+  private _legendShown = '';
+  /** The lines the user hid from the legend (uids); they stay hidden through live updates. */
+  private readonly _hidden = new Set<string>();
+  /** The figure last drawn: the picture the camera saves. */
+  private _fig: IFigure | null = null;
   private _plotly: Plotly | null = null;
   private _colours: IColours | null = null;
   private _width = 0;
@@ -96,6 +118,18 @@ export class Chart {
     this._placeholder = document.createElement('div');
     this._placeholder.className = 'jp-GpuMem-collecting';
     node.appendChild(this._placeholder);
+    // The unit over the y axis's labels, the total's note from the plot's left edge, in the top margin.
+    const head = element('div', 'jp-GpuMem-chartHead', node);
+    head.style.height = `${MARGIN.t}px`;
+    this._unit = element('span', 'jp-GpuMem-unit', head);
+    this._unit.style.width = `${MARGIN.l}px`;
+    this._note = element('span', 'jp-GpuMem-totalNote', head);
+    this._legend = element('div', 'jp-GpuMem-legend', box);
+    this._legend.setAttribute('role', 'group');
+    this._legend.setAttribute('aria-label', chartWords(_trans).legend);
+    this._legend.style.paddingLeft = `${MARGIN.l}px`;
+    this._legend.addEventListener('click', this._toggle);
+    this._legend.addEventListener('dblclick', this._isolate);
     this._paused = document.createElement('div');
     this._paused.className = 'jp-GpuMem-paused';
     this._paused.hidden = true;
@@ -196,7 +230,8 @@ export class Chart {
         width: this._width,
         height: this._height,
         colours: this._colours,
-        range: this._range
+        range: this._range,
+        hidden: this._hidden
       },
       this._trans
     );
@@ -205,6 +240,7 @@ export class Chart {
 
   private _show(fig: IFigure): void {
     const plot = this.plot;
+    this._fig = fig;
     plot.dataset.x0 = String(fig.x0);
     plot.dataset.x1 = String(fig.x1);
     plot.dataset.yTop = String(fig.yTop);
@@ -212,8 +248,16 @@ export class Chart {
       this._pausedText.textContent = pausedOn(fig.x0, fig.x1, this._trans);
     }
     // The config once: given again, plotly copies and compares it on every update (~1 ms).
-    const config = this._drawn ? undefined : MODE_BAR;
-    void this._plotly!.react(plot, fig.data, fig.layout, config);
+    const config = this._drawn ? undefined : this._config();
+    void this._plotly!.react(
+      plot,
+      fig.data,
+      { ...fig.layout, ...LIVE },
+      config
+    );
+    setLine(this._unit, fig.unit);
+    setLine(this._note, fig.note);
+    this._showLegend(fig.legend);
     if (!this._drawn) {
       this._drawn = true;
       this._placeholder.hidden = true;
@@ -222,6 +266,102 @@ export class Chart {
       gd.on('plotly_doubleclick', () => this._follow(null));
     }
   }
+
+  /** Only what a user needs of the mode bar (shown on hover): zoom, pan and the picture as a PNG. */
+  private _config(): Partial<Config> {
+    const camera = {
+      name: 'download',
+      title: chartWords(this._trans).download,
+      icon: this._plotly!.Icons.camera,
+      click: this._download
+    };
+    return {
+      displaylogo: false,
+      displayModeBar: 'hover',
+      doubleClick: false, // ours: back to live, not plotly's reset to the first range it was given
+      showTips: false, // the paused note says how to get back
+      modeBarButtons: [[camera, 'zoom2d', 'pan2d']]
+    };
+  }
+
+  /** The figure as drawn, with its legend, unit and note, as a PNG at twice the size on screen. */
+  private _download = (): void => {
+    const fig = this._fig;
+    if (!fig) {
+      return;
+    }
+    const width = this._width;
+    const height = this._height + this._legend.offsetHeight + 8;
+    const layout = {
+      ...fig.layout,
+      height,
+      paper_bgcolor: this._colours?.background ?? 'white'
+    };
+    // plotly's options for toImage, `scale` included (its typings leave that out).
+    const options = {
+      format: 'png' as const,
+      filename: 'gpu-memory',
+      width,
+      height,
+      scale: 2
+    };
+    void this._plotly!.downloadImage(
+      { data: fig.data, layout, config: {} },
+      options
+    );
+  };
+
+  /** The legend's items, made again only when the lines change (an item clicked twice stays the same
+   * element, so its double-click is seen); whether each is shown, every time. */
+  private _showLegend(entries: ILegendEntry[]): void {
+    const lines = JSON.stringify(entries.map(({ hidden, ...line }) => line));
+    if (lines !== this._legendShown) {
+      this._legendShown = lines;
+      this._legend.textContent = '';
+      for (const entry of entries) {
+        const item = element('button', 'jp-GpuMem-legendItem', this._legend);
+        item.type = 'button';
+        item.dataset.uid = entry.uid;
+        const swatch = element('span', 'jp-GpuMem-swatch', item);
+        swatch.style.borderTop = `${entry.width}px ${entry.style} ${entry.colour}`;
+        item.append(entry.name);
+      }
+    }
+    entries.forEach((entry, i) => {
+      const pressed = String(!entry.hidden);
+      const item = this._legend.children[i];
+      if (item.getAttribute('aria-pressed') !== pressed) {
+        item.setAttribute('aria-pressed', pressed);
+      }
+    });
+  }
+
+  /** A click on a line's name in the legend hides it, or shows it again. */
+  private _toggle = (event: MouseEvent): void => {
+    const uid = legendUid(event);
+    if (uid) {
+      if (!this._hidden.delete(uid)) {
+        this._hidden.add(uid);
+      }
+      this._draw();
+    }
+  };
+
+  /** A double-click (after its two clicks, which cancel out): that line alone, or, if it was alone,
+   * all of them again, as plotly's legend does. */
+  private _isolate = (event: MouseEvent): void => {
+    const uid = legendUid(event);
+    const uids = this._fig?.legend.map(entry => entry.uid) ?? [];
+    if (!uid) {
+      return;
+    }
+    const alone = uids.every(u => (u === uid) !== this._hidden.has(u));
+    this._hidden.clear();
+    if (!alone) {
+      uids.filter(u => u !== uid).forEach(u => this._hidden.add(u));
+    }
+    this._draw();
+  };
 
   /** A zoom or pan by the user: follow their range; plotly's own reset: back to live. */
   private _onRelayout = (event: PlotRelayoutEvent): void => {
@@ -251,4 +391,10 @@ export class Chart {
     // After plotly's own mouseup, which reports the zoom: then the update held back meanwhile.
     setTimeout(() => this._draw());
   };
+}
+
+/** The line a legend event is about (its item's uid), if any. */
+function legendUid(event: MouseEvent): string | undefined {
+  const target = event.target as HTMLElement;
+  return target.closest<HTMLElement>('.jp-GpuMem-legendItem')?.dataset.uid;
 }

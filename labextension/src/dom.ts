@@ -1,3 +1,5 @@
+import type { ILine } from './format';
+
 /** A new element with its class, appended to its parent. */
 export function element<K extends keyof HTMLElementTagNameMap>(
   tag: K,
@@ -8,6 +10,21 @@ export function element<K extends keyof HTMLElementTagNameMap>(
   node.className = className;
   parent.appendChild(node);
   return node;
+}
+
+/** Set a node's text (and colour level); an empty or null line hides it. */
+export function setLine(node: HTMLElement, line: ILine | string | null): void {
+  const { text, level } =
+    typeof line === 'string' || line === null
+      ? { text: line ?? '', level: null }
+      : line;
+  if (node.textContent !== text) {
+    node.textContent = text;
+  }
+  if (level !== null && node.dataset.level !== level) {
+    node.dataset.level = level;
+  }
+  node.hidden = !text;
 }
 
 /** One render per animation frame however many updates ask for it, and none while `shown` says no:

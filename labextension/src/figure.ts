@@ -206,11 +206,33 @@ export interface IFigureArgs {
   colours: IColours;
   /** The range the user zoomed or panned to (epoch ms), or null: live, the range the data calls for. */
   range: [number, number] | null;
+  /** The lines the user hid from the legend (their uids): drawn as plotly's "legendonly". */
+  hidden?: ReadonlySet<string>;
 }
 
+/** A line as the legend shows it. */
+export interface ILegendEntry {
+  uid: string;
+  name: string;
+  colour: string;
+  /** The line's width in pixels and its CSS border style (plotly's dash). */
+  width: number;
+  style: 'solid' | 'dotted' | 'dashed';
+  hidden: boolean;
+}
+
+/**
+ * The figure whole, as plotly draws it into the PNG the mode bar's camera saves: legend, unit (the
+ * title) and the total's note (an annotation) included. Live, chart.ts has plotly leave those three
+ * out and shows `unit`, `note` and `legend` as HTML beside the plot: plotly would draw them again on
+ * every data change (its legend alone ~2 ms an update, an annotation twice).
+ */
 export interface IFigure {
   data: Data[];
   layout: Partial<Layout>;
+  unit: string;
+  note: string | null;
+  legend: ILegendEntry[];
   /** The x range shown (epoch ms) and the y axis's top (bytes). */
   x0: number;
   x1: number;
@@ -220,13 +242,14 @@ export interface IFigure {
 /** The lines, drawn in this order (the own line on top); the legend lists them as LEGEND does. */
 const LINES: Field[] = ['total', 'others', 'budget', 'framework', 'own'];
 const LEGEND: Field[] = ['own', 'framework', 'others', 'budget', 'total'];
-const DASH: Record<Field, string> = {
+const DASH: Record<Field, 'solid' | 'dot' | 'dash'> = {
   own: 'solid',
   framework: 'dot',
   others: 'solid',
   budget: 'dash',
   total: 'solid'
 };
+const BORDER_STYLE = { solid: 'solid', dot: 'dotted', dash: 'dashed' } as const;
 
 /**
  * Text from the kernel for plotly's hover, which reads tags (a reason naming a process called
@@ -285,6 +308,7 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
   const totalFits = totalTop > 0 && totalTop <= scale.top;
 
   const data: Data[] = [];
+  const legend: ILegendEntry[] = [];
   for (const field of LINES) {
     const values = s[field];
     if (
@@ -293,24 +317,34 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     ) {
       continue;
     }
+    const width = field === 'own' ? 2 : field === 'total' ? 1 : 1.5;
+    const hidden = args.hidden?.has(field) ?? false;
     data.push({
       type: 'scatter',
       mode: 'lines',
       uid: field,
       name: labels[field],
       legendrank: LEGEND.indexOf(field),
+      visible: hidden ? 'legendonly' : true,
       x,
       y: values.map(gib),
-      line: {
-        color: colours[field],
-        width: field === 'own' ? 2 : field === 'total' ? 1 : 1.5,
-        dash: DASH[field]
-      },
+      line: { color: colours[field], width, dash: DASH[field] },
       fill: field === 'own' ? 'tozeroy' : 'none',
       fillcolor: translucent(colours.own, 0.15),
       hovertemplate: words.hoverFigure
     } as Data);
+    legend.push({
+      uid: field,
+      name: labels[field],
+      colour: colours[field],
+      width,
+      style: BORDER_STYLE[DASH[field]],
+      hidden
+    });
   }
+  legend.sort(
+    (a, b) => LEGEND.indexOf(a.uid as Field) - LEGEND.indexOf(b.uid as Field)
+  );
   const marks = s.marks.filter(m => m.t >= x0 && m.t <= x1);
   if (marks.length) {
     data.push({
@@ -376,8 +410,8 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     } as Data);
   }
 
-  // The unit above the tick labels, as plotly's title (an annotation is drawn twice an update, a title
-  // once); the total's note beside it, clear of the mode bar on the right.
+  // The unit above the tick labels as plotly's title, the total's note beside it (clear of the mode bar
+  // on the right), and the legend under the plot: the saved picture's (live, chart.ts shows them as HTML).
   const textFont = { size: 10, color: colours.text }; // the notes and the tick labels
   const title: Partial<Layout['title']> = {
     text: scale.unit,
@@ -390,10 +424,11 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     yanchor: 'bottom',
     pad: { r: 4, b: 7, t: 0, l: 0 } // clear of the top tick's label, level with the total's note
   };
+  const note = totalTop > 0 && !totalFits ? totalAbove(totalTop, trans) : null;
   const annotations: Partial<Annotations>[] = [];
-  if (totalTop > 0 && !totalFits) {
+  if (note !== null) {
     annotations.push({
-      text: totalAbove(totalTop, trans),
+      text: note,
       xref: 'paper',
       yref: 'paper',
       x: 0,
@@ -421,8 +456,8 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     paper_bgcolor: 'rgba(0,0,0,0)',
     plot_bgcolor: 'rgba(0,0,0,0)',
     font: { family: colours.font, size: 10, color: colours.text },
-    // The user's zoom, pan and legend choices survive every live update (the x range is ours to
-    // set only while live: chart.ts follows the user's range from the relayout events).
+    // The user's zoom and pan survive every live update (the x range is ours to set only while
+    // live: chart.ts follows the user's range from the relayout events).
     uirevision: 'gpumem',
     dragmode: 'zoom',
     hovermode: 'x unified',
@@ -449,6 +484,7 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
       tickvals: ticks.values,
       tickformat: ticks.format,
       ticklabeloverflow: 'allow', // timeTicks left out the labels that would not fit
+      tickangle: 0, // ours are 60 px apart: plotly need not measure each label to see if it overlaps
       hoverformat: '%H:%M:%S',
       tickfont: textFont,
       showgrid: false,
@@ -464,6 +500,7 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
       tickvals: scale.ticks.map(v => v / GiB),
       ticktext: scale.ticks.map(v => axisNumber(v / size)),
       ticklabeloverflow: 'allow', // in the left margin, which holds the widest
+      tickangle: 0,
       tickfont: textFont,
       gridcolor: colours.grid,
       zeroline: false
@@ -471,5 +508,14 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     title,
     annotations
   };
-  return { data, layout, x0, x1, yTop: scale.top };
+  return {
+    data,
+    layout,
+    unit: scale.unit,
+    note,
+    legend,
+    x0,
+    x1,
+    yTop: scale.top
+  };
 }

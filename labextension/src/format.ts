@@ -494,10 +494,14 @@ export function cellTitle(
 export function chartWords(trans: Trans): {
   hoverFigure: string;
   backToLive: string;
+  legend: string;
+  download: string;
 } {
   return {
     hoverFigure: trans.__('%1 GiB', '%{y:.2f}'),
-    backToLive: trans.__('Back to live')
+    backToLive: trans.__('Back to live'),
+    legend: trans.__('Lines on the chart: a click hides or shows one'),
+    download: trans.__('Download the chart as a PNG')
   };
 }
 

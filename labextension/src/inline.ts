@@ -10,6 +10,7 @@
  * checked as the sidebar checks it (protocol.ts `receive`).
  */
 
+import { setLine } from './dom';
 import { clock } from './format';
 import { History, chooseGpu, gpuKey } from './history';
 import {
@@ -18,7 +19,7 @@ import {
   ISample,
   receive
 } from './protocol';
-import { MemoryView, chooseIn, setLine } from './view';
+import { MemoryView, chooseIn } from './view';
 
 /** The part of an anywidget model this view uses. */
 interface IModel {
@@ -168,6 +169,19 @@ function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
             : null
     );
     select.hidden = gpus.length < 2;
+    if (latest !== null && gpus.length > 0) {
+      stream.gpu = chooseGpu(gpus, stream.gpu)!;
+      chooseIn(select, gpus, stream.gpu, trans);
+      const gpu = gpus.find(g => gpuKey(g) === stream.gpu)!;
+      view.render(
+        latest,
+        gpu,
+        stream.history.series(stream.gpu),
+        stream.historyS * 1000,
+        false
+      );
+    }
+    // After the chart, as view.ts orders its lines: plotly reads the layout first, not yet stale.
     setLine(
       live,
       latest
@@ -177,19 +191,6 @@ function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
             stream.intervalS
           )
         : null
-    );
-    if (latest === null || gpus.length === 0) {
-      return;
-    }
-    stream.gpu = chooseGpu(gpus, stream.gpu)!;
-    chooseIn(select, gpus, stream.gpu, trans);
-    const gpu = gpus.find(g => gpuKey(g) === stream.gpu)!;
-    view.render(
-      latest,
-      gpu,
-      stream.history.series(stream.gpu),
-      stream.historyS * 1000,
-      false
     );
   }
 

@@ -15,7 +15,7 @@ import {
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { Frames, element } from './dom';
+import { Frames, element, setLine } from './dom';
 import {
   Trans,
   kernelCells,
@@ -25,7 +25,6 @@ import {
   shutDownFailed
 } from './format';
 import { ServerKernels } from './serverkernels';
-import { setLine } from './view';
 
 let lists = 0; // ids for aria-controls, one per list
 

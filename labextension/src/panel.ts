@@ -19,7 +19,7 @@ import { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { PIP_COMMAND, STALE } from './channel';
-import { Frames, element } from './dom';
+import { Frames, element, setLine } from './dom';
 import { KernelFollower } from './follower';
 import {
   channelLine,
@@ -32,7 +32,7 @@ import { chooseGpu, gpuKey } from './history';
 import { KernelList } from './kernellist';
 import { IGpu } from './protocol';
 import { ServerKernels } from './serverkernels';
-import { MemoryView, chooseIn, setLine } from './view';
+import { MemoryView, chooseIn } from './view';
 
 export interface IPanelOptions {
   translator: ITranslator;

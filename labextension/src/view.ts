@@ -7,9 +7,8 @@
  */
 
 import { Chart } from './chart';
-import { element } from './dom';
+import { element, setLine } from './dom';
 import {
-  ILine,
   Trans,
   ViewLine,
   gpuOption,
@@ -20,21 +19,6 @@ import {
 import { ISeries, gpuKey } from './history';
 import { IGpu, ISample } from './protocol';
 import { ProcessTable } from './table';
-
-/** Set a node's text (and colour level); an empty or null line hides it. */
-export function setLine(node: HTMLElement, line: ILine | string | null): void {
-  const { text, level } =
-    typeof line === 'string' || line === null
-      ? { text: line ?? '', level: null }
-      : line;
-  if (node.textContent !== text) {
-    node.textContent = text;
-  }
-  if (level !== null && node.dataset.level !== level) {
-    node.dataset.level = level;
-  }
-  node.hidden = !text;
-}
 
 /** The GPU choice's options, one per GPU (value its key, text its label), replaced only when they
  * changed; then the one shown selected. */

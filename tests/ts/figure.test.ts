@@ -144,7 +144,10 @@ test('the figure has a line per figure the kernel sends, this kernel filled and 
   const own = fig.data[2] as { fill: string; y: (number | null)[] };
   assert.equal(own.fill, 'tozeroy');
   assert.equal(own.y[59], (59 * 50) / 1024);
-  // The unit above the tick labels is plotly's title (drawn once an update; an annotation twice).
+  // The unit above the tick labels and the total's note: HTML live (chart.ts), plotly's title and
+  // annotation in the figure the camera saves.
+  assert.equal(fig.unit, 'GiB');
+  assert.equal(fig.note, 'device total 40.0 GiB ↑');
   assert.equal((fig.layout.title as { text: string }).text, 'GiB');
   assert.deepEqual(
     fig.layout.annotations!.map(a => a.text),
@@ -171,6 +174,54 @@ test('a device total within the scale is a line, and the framework has its own',
     'this kernel'
   ]);
   assert.deepEqual(fig.layout.annotations, []);
+  assert.equal(fig.note, null);
+});
+
+test('the legend lists the lines in reading order, each drawn as its line is; a hidden one is legendonly', () => {
+  const s = history(60, () => 3 * GiB);
+  s.total = s.total.map(() => 4.2 * GiB);
+  s.framework = s.own.map(v => v - 512 * MiB);
+  const shown = figure(args(s, { framework: 'JAX' }), trans);
+  assert.deepEqual(
+    shown.legend.map(e => [
+      e.uid,
+      e.name,
+      e.colour,
+      e.width,
+      e.style,
+      e.hidden
+    ]),
+    [
+      ['own', 'this kernel', COLOURS.own, 2, 'solid', false],
+      ['framework', 'JAX in use', COLOURS.framework, 1.5, 'dotted', false],
+      ['others', 'others', COLOURS.others, 1.5, 'solid', false],
+      ['budget', 'budget', COLOURS.budget, 1.5, 'dashed', false],
+      ['total', 'device total', COLOURS.total, 1, 'solid', false]
+    ]
+  );
+  const visible = (fig: ReturnType<typeof figure>) =>
+    Object.fromEntries(
+      fig.data.map(d => [
+        (d as { uid: string }).uid,
+        (d as { visible: unknown }).visible
+      ])
+    );
+  assert.deepEqual(new Set(Object.values(visible(shown))), new Set([true]));
+  const hidden = figure(
+    args(s, {
+      framework: 'JAX',
+      hidden: new Set(['others', 'marks', 'cells'])
+    }),
+    trans
+  );
+  assert.equal(visible(hidden).others, 'legendonly');
+  assert.equal(visible(hidden).own, true);
+  assert.deepEqual(
+    hidden.legend.filter(e => e.hidden).map(e => e.uid),
+    ['others']
+  );
+  // The saved picture has the legend plotly draws; the lines' names are the same.
+  assert.equal(hidden.layout.showlegend, true);
 });
 
 test("the lines in legend order and their names are the ones the kernel's plotly figure has", () => {

@@ -53,7 +53,8 @@ const ownLine = gd => traceOf(gd, 'own').querySelector('.js-line');
 """
 
 # What a chart (the plotly plot under `root`) shows: the x range it was given (epoch ms) and plotly's own
-# (its axis's time, ms), the y top, the lines and their points, the legend, the hover, the paused note.
+# (its axis's time, ms), the y top, the lines and their points, the legend (HTML, under the plot: which lines the
+# user hid), the unit and the total's note (HTML, over it), the hover, the paused note.
 CHART = f"""root => {{ {_TRACE}
   const gd = document.querySelector(root + ' .jp-GpuMem-plot');
   const axis = r => Date.parse(String(r).replace(' ', 'T') + 'Z');
@@ -68,9 +69,12 @@ CHART = f"""root => {{ {_TRACE}
     traces: (gd._fullData ?? []).map(t => ({{ uid: t.uid, name: t.name, visible: t.visible,
       x: Array.from(t.x ?? []), hovertext: t.hovertext }})),
     own: (b => b && {{ width: b.width, height: b.height }})(traceOf(gd, 'own')?.querySelector('.js-line').getBBox()),
-    legend: [...gd.querySelectorAll('.legend .traces .legendtext')].map(n => n.textContent),
-    notes: [...gd.querySelectorAll('.annotation-text')].map(n => n.textContent),
-    title: gd.querySelector('.gtitle')?.textContent ?? null,
+    legend: [...document.querySelectorAll(root + ' .jp-GpuMem-legendItem')].map(n => n.textContent),
+    hidden: [...document.querySelectorAll(root + ' .jp-GpuMem-legendItem[aria-pressed=false]')]
+      .map(n => n.textContent),
+    note: [...document.querySelectorAll(root + ' .jp-GpuMem-totalNote')].find(n => !n.hidden)?.textContent ?? null,
+    unit: document.querySelector(root + ' .jp-GpuMem-unit')?.textContent ?? null,
+    plotlyLegend: !!gd.querySelector('.legend'),
     ticks: [...gd.querySelectorAll('.xtick text')].map(n => n.textContent),
     hover: [...gd.querySelectorAll('.hoverlayer text')].map(n => n.textContent),
     paused: paused && !paused.hidden ? paused.textContent : null,
@@ -118,7 +122,9 @@ LAYOUT = f"""() => {{ {_COLOUR} {_TRACE}
   const th = q('.jp-GpuMem-processes th');
   const headline = q('.jp-GpuMem-headline');
   const chart = q('.jp-GpuMem-chart').getBoundingClientRect();
-  const legend = q('.jp-GpuMem-plot .legend').getBoundingClientRect();
+  const legendNode = q('.jp-GpuMem-legend');
+  const legend = legendNode.getBoundingClientRect();
+  const box = q('.jp-GpuMem-chartBox').getBoundingClientRect();
   const toolbar = q('.jp-SidePanel-toolbar');
   return {{
     width: panel.getBoundingClientRect().width,
@@ -135,8 +141,8 @@ LAYOUT = f"""() => {{ {_COLOUR} {_TRACE}
                 level: headline.dataset.level, contrast: contrast(headline) }},
     details: ['.jp-GpuMem-device', '.jp-GpuMem-breakdown']
       .map(s => sameColour(getComputedStyle(q(s)).color, v('--jp-ui-font-color2'))),
-    legendInside: legend.left >= chart.left && legend.right <= chart.right + 1
-                  && legend.top >= chart.top && legend.bottom <= chart.bottom + 1,
+    legendInside: legend.left >= box.left && legend.right <= box.right + 1 && legend.top >= chart.bottom
+                  && legend.bottom <= box.bottom + 1 && legendNode.scrollWidth <= legendNode.clientWidth,
     ownColour: sameColour(ownLine(q('.jp-GpuMem-plot')).style.stroke, v('--jp-brand-color1')),
     toolbarHeight: toolbar.getBoundingClientRect().height,
     uiFontSize: v('--jp-ui-font-size1'),

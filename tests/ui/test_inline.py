@@ -68,7 +68,7 @@ def check_inline_view(page: Page, lab: Lab, name: str, screenshot: str) -> None:
     # As in the sidebar: the lines with figures (TensorFlow has not started; the device total is a note).
     # The chart is plotly's, loaded with the view's own module (no labextension needed), and fills from the
     # history the kernel replays and the samples after it.
-    expect(view.locator(".jp-GpuMem-plot .legend .legendtext")).to_have_text(["this kernel", "others", "budget"])
+    expect(view.locator(".jp-GpuMem-legendItem")).to_have_text(["this kernel", "others", "budget"])
     page.wait_for_function("() => document.querySelector('.jp-GpuMem-inline .jp-GpuMem-collecting')?.hidden")
     expect(view.locator(".jp-GpuMem-plot .scatterlayer .traceown .js-line")).to_have_attribute("d", re.compile("L"))
     # The busy cell: the kernel grows to 6000 MiB and the cell sleeps; the view moves before it ends.

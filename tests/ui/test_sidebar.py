@@ -126,7 +126,7 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     # chart has drawn: plotly is loaded the first time a chart shows).
     expect(plot).to_have_attribute("data-y-top", re.compile(r"^\d"), timeout=15_000)
     assert 20 * GiB <= float(plot.get_attribute("data-y-top") or 0) < 40 * GiB
-    expect(plot.locator(".annotation-text", has_text="device total")).to_have_text("device total 40.0 GiB ↑")
+    expect(panel.locator(".jp-GpuMem-totalNote")).to_have_text("device total 40.0 GiB ↑")
 
     # The other GPU, through the toolbar's GPU choice.
     choice = panel.locator(".jp-SidePanel-toolbar .jp-HTMLSelect select")

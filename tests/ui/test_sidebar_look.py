@@ -69,8 +69,12 @@ def test_at_250_and_600_px_in_light_and_dark_nothing_scrolls_sideways_wraps_or_f
             where = f"{theme}, {width} px"
             set_sidebar_width(page, width)
             page.wait_for_timeout(300)  # a frame for the chart to follow its new size
-            # plotly lays the legend out again at the new size: measure once it is back
-            page.wait_for_selector("#jupyter-gpumem-panel .jp-GpuMem-plot .legend", timeout=10_000)
+            # measure once plotly has drawn at the new size
+            page.wait_for_function(
+                """() => { const gd = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
+                           return gd._fullLayout?.width === gd.parentNode.clientWidth; }""",
+                timeout=10_000,
+            )
             got = layout(page)
             assert got["width"] == width
             for box in got["scrollers"]:  # no horizontal scrollbar anywhere
@@ -98,7 +102,8 @@ def test_at_250_and_600_px_in_light_and_dark_nothing_scrolls_sideways_wraps_or_f
             assert got["headline"]["level"] == "warn"
             assert got["headline"]["contrast"] >= 4.5, f"{where}: warning text {got['headline']['contrast']:.2f}:1"
             assert got["details"] == [True, True], f"{where}: details not in the secondary colour"
-            assert got["legendInside"], f"{where}: the chart's legend is cut"
+            assert got["legendInside"], f"{where}: the chart's legend is cut or not under the plot"
+            assert contrast(page, "#jupyter-gpumem-panel .jp-GpuMem-legendItem") >= 4.5, f"{where}: the legend"
             assert got["ownColour"], f"{where}: this kernel's line is not in the theme's brand colour"
             assert contrast(page, ".jp-GpuMem-status-item") >= 4.5, f"{where}: the status bar's warning"
             panel.screenshot(path=ARTIFACTS / f"sidebar-{theme}-{width}.png")
@@ -255,12 +260,14 @@ def test_a_20_second_ramp_through_the_budget_fills_the_chart_and_makes_one_mark(
     # Y: up to this kernel's peak (23 GiB) with a little room, not the device's 40 GiB.
     assert 23 * GiB <= got["yTop"] <= 1.3 * 23 * GiB
     assert got["yRange"] == [0, got["yTop"] / GiB]
-    assert got["notes"] == ["device total 40.0 GiB ↑"] and got["title"] == "GiB", got
+    assert got["note"] == "device total 40.0 GiB ↑" and got["unit"] == "GiB", got
     # The unit sits over the tick labels, left of the plot; the total's note from the plot's left edge.
     unit, note, area = page.evaluate(
         """() => { const gd = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
                    const box = n => n.getBoundingClientRect(), g = box(gd);
-                   const [u, t, p] = [gd.querySelector('.gtitle'), gd.querySelector('.annotation-text'),
+                   const text = n => { const r = document.createRange(); r.selectNodeContents(n); return r; };
+                   const [u, t, p] = [text(document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-unit')),
+                                      text(document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-totalNote')),
                                       gd.querySelector('.nsewdrag')].map(box);
                    return [u, t, p].map(b => ({ left: b.left - g.left, right: b.right - g.left,
                                                 top: b.top - g.top, bottom: b.bottom - g.top })); }"""
@@ -278,7 +285,7 @@ def test_a_20_second_ramp_through_the_budget_fills_the_chart_and_makes_one_mark(
     reason = marks[0]["hovertext"][0].replace("<br>", " ")  # cut into lines that fit the hover
     assert re.fullmatch(rf"Over budget from \d\d:\d\d:\d\d: {re.escape(first)}", reason), marks
     print(f"reasons the kernel gave during the ramp: {reasons}")
-    assert got["legend"] == ["this kernel", "others", "budget"]
+    assert got["legend"] == ["this kernel", "others", "budget"] and not got["plotlyLegend"], got
     # The hover, at the newest point: the time to the second, this kernel's figure and the budget.
     hover = hover_newest(page)
     assert re.fullmatch(r"\d\d:\d\d:\d\d", hover[0]), hover
@@ -370,9 +377,10 @@ def test_a_drag_zooms_on_time_the_range_stays_through_live_updates_a_pan_moves_i
             page.mouse.move(0, 0)
     # A click on "others" in the legend hides that line, and it stays hidden through live updates.
     set_theme(page, False)
-    panel.locator(".jp-GpuMem-plot .legend .traces", has_text="others").click()
+    legend = panel.locator(".jp-GpuMem-legendItem")
+    legend.filter(has_text="others").click()
+    expect(legend.filter(has_text="others")).to_have_attribute("aria-pressed", "false")
     hidden = lambda: next(t for t in chart(page)["traces"] if t["uid"] == "others")["visible"]  # noqa: E731
-    page.wait_for_timeout(500)  # plotly waits out a double-click's time before it toggles
     assert hidden() == "legendonly"
     last = newest(page)
     page.wait_for_function(
@@ -382,6 +390,25 @@ def test_a_drag_zooms_on_time_the_range_stays_through_live_updates_a_pan_moves_i
     )
     assert hidden() == "legendonly"
     panel.screenshot(path=ARTIFACTS / "sidebar-others-hidden-250.png")
+    # The legend's items are buttons: from the keyboard too.
+    legend.filter(has_text="budget").press("Enter")
+    expect(legend.filter(has_text="budget")).to_have_attribute("aria-pressed", "false")
+    legend.filter(has_text="budget").press("Space")
+    expect(legend.filter(has_text="budget")).to_have_attribute("aria-pressed", "true")
+    # A double-click shows that line alone; another shows them all again, as plotly's legend does.
+    visible = (
+        "() => document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot')._fullData.map(t => [t.uid, t.visible])"
+    )
+    legend.filter(has_text="this kernel").dblclick()
+    expect(legend.filter(has_text="budget")).to_have_attribute("aria-pressed", "false")
+    lines = dict(page.evaluate(visible))
+    assert [lines[uid] for uid in ("own", "others", "budget")] == [True, "legendonly", "legendonly"], lines
+    assert lines.get("cells", True) is True  # what the legend does not list stays
+    assert chart(page)["hidden"] == ["others", "budget"]
+    legend.filter(has_text="this kernel").dblclick()
+    expect(legend.filter(has_text="budget")).to_have_attribute("aria-pressed", "true")
+    assert set(dict(page.evaluate(visible)).values()) == {True} and chart(page)["hidden"] == []
+    legend.filter(has_text="others").click()
     # The mode bar shows while the pointer is over the chart; its camera saves the picture as a PNG.
     modebar = panel.locator(".jp-GpuMem-plot .modebar")
     opacity = "() => getComputedStyle(document.querySelector('#jupyter-gpumem-panel .modebar-group')).opacity"
@@ -390,7 +417,16 @@ def test_a_drag_zooms_on_time_the_range_stays_through_live_updates_a_pan_moves_i
     plot.hover()
     page.wait_for_function(opacity + " === '1'")
     with page.expect_download() as download:
-        modebar.locator(".modebar-btn[data-title='Download plot as a PNG']").click()
-    path = download.value.path()
+        modebar.locator(".modebar-btn[data-title='Download the chart as a PNG']").click()
+    png = download.value.path().read_bytes()
+    (ARTIFACTS / "sidebar-download-250.png").write_bytes(png)
     assert download.value.suggested_filename == "gpu-memory.png"
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    # At twice the size on screen, with room under the plot for its legend (plotly draws it there).
+    size = [int.from_bytes(png[at : at + 4], "big") for at in (16, 20)]
+    shown = page.evaluate(
+        """() => { const q = s => document.querySelector('#jupyter-gpumem-panel ' + s);
+                   return [q('.jp-GpuMem-chart').clientWidth, q('.jp-GpuMem-chart').clientHeight,
+                           q('.jp-GpuMem-legend').offsetHeight]; }"""
+    )
+    assert size == [2 * shown[0], 2 * (shown[1] + shown[2] + 8)], (size, shown)
