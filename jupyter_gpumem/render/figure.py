@@ -114,6 +114,8 @@ def _cells(
     """Each notebook cell in view (the samples' ``cells``) as the live chart draws them (figure.ts): one trace, a
     line along the top whose hover names the cell at each sample time ``t`` it spans, and its area a band behind
     the lines."""
+    from plotly.colors import hex_to_rgb
+
     cells: dict[float, Mapping[str, Any]] = {}
     for sample in samples:
         for cell in sample.get("cells") or ():
@@ -133,7 +135,7 @@ def _cells(
         fig.add_scatter(
             x=xs, y=[None if x is None else top * 0.985 for x in xs], mode="lines", name="cells", showlegend=False,
             hovertext=names, hovertemplate="%{hovertext}<extra></extra>", line={"color": MUTED, "width": 3},
-            fill="tozeroy", fillcolor="rgba(25, 118, 210, 0.06)",  # this kernel's colour, as faint as the live one
+            fill="tozeroy", fillcolor=f"rgba{(*hex_to_rgb(TRACES[0].colour), 0.06)}",  # this kernel's, as faint as live
         )  # fmt: skip
 
 

@@ -351,10 +351,10 @@ export class Chart {
    * all of them again, as plotly's legend does. */
   private _isolate = (event: MouseEvent): void => {
     const uid = legendUid(event);
-    const uids = this._fig?.legend.map(entry => entry.uid) ?? [];
     if (!uid) {
       return;
     }
+    const uids = this._fig?.legend.map(entry => entry.uid) ?? [];
     const alone = uids.every(u => (u === uid) !== this._hidden.has(u));
     this._hidden.clear();
     if (!alone) {
