@@ -205,12 +205,12 @@ def load_times(browser: Any, urls: dict[str, str], runs: int) -> tuple[dict[str,
         pages[name] = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
         pages[name].set_default_timeout(60_000)
     times: dict[str, list[float]] = {name: [] for name in urls}
-    plotly = False
+    first, plotly = next(iter(urls)), False
     for run in range(runs + 1):
         for name, url in urls.items():
             pages[name].goto(f"{url}/lab?reset&token={TOKEN}")
             got = pages[name].evaluate(LOADED)
-            if name == next(iter(urls)):
+            if name == first:
                 plotly = plotly or got["plotly"]
             if run:
                 times[name].append(got["ms"])
