@@ -40,6 +40,7 @@ from traitlets.config.loader import (
 from jupyter_gpumem.budget.plan import Ceiling
 from jupyter_gpumem.budget.policy import Policy, PolicyError, parse_value
 from jupyter_gpumem.budget.privacy import Level, level_of, most_private
+from jupyter_gpumem.gpu.reader import DEADLINE_S
 
 SETTINGS = ("fraction", "limit", "growth", "gpus", "threads", "max_fraction", "max_limit", "privacy")
 DEFAULTS = ("fraction", "limit", "growth", "gpus", "threads")  # in the order they combine into a Policy
@@ -202,6 +203,14 @@ class GpumemConfig(Configurable):
         "limits what jupyter-gpumem shows, not what a user can see: nvidia-smi lists every process on the GPU."
     )
 
+    nvml_deadline_s = _Number(
+        DEADLINE_S,
+        help="Seconds a %gpumem command, a framework's import and the out-of-memory advice wait for the NVIDIA "
+        "driver before they go on with the last figures it gave, saying since when it has not answered. The "
+        "driver is read on a thread of its own, so a stalled driver never holds a cell longer than this. Default: "
+        "the JUPYTER_GPUMEM_NVML_DEADLINE_S variable, else 1.",
+    ).tag(config=True)
+
     def __init__(self, **kwargs: Any) -> None:
         # Filled while traitlets loads the configuration (in super().__init__, via _find_my_config).
         self.refused: dict[str, str] = {}  # setting -> the sentence saying its configured value was ignored
@@ -240,6 +249,13 @@ class GpumemConfig(Configurable):
     @default("privacy")
     def _privacy(self) -> str:
         return _env("privacy")
+
+    @default("nvml_deadline_s")
+    def _nvml_deadline_s(self) -> float:
+        try:
+            return max(0.0, float(_env("nvml_deadline_s") or DEADLINE_S))
+        except ValueError:
+            return DEADLINE_S
 
     def _find_my_config(self, cfg: Config) -> Any:
         """This class's section of ``cfg`` less the values its traits refuse, each remembered in ``refused``.

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.policy import Policy, PolicyError
 from jupyter_gpumem.gpu.model import Device, Snapshot
+from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.units import MiB, format_mib
 
 
@@ -144,6 +145,8 @@ def make_plan(
     (a sentence) when the policy cannot hold on this machine's GPUs."""
     if snapshot.problem:
         return Plan(policy, no_gpu=snapshot.problem)
+    if snapshot.stalled_since is not None and not snapshot.devices:
+        return Plan(policy, no_gpu=f"{stalled(snapshot)} Run %gpumem again once it answers.")
     selected, hidden = _select(policy, snapshot.devices)
     lost = tuple(d for d in selected if d.lost)  # only where gpus= did not name it (_select refuses that)
     gpus = []

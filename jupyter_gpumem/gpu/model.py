@@ -83,7 +83,7 @@ class Device:
 class Snapshot:
     """One reading of every GPU and every process on it, as nvidia-smi would count them."""
 
-    taken_at: float  # time.time()
+    taken_at: float  # time.time(): when NVML answered, or (stalled_since set) when the figures were asked for
     own_pid: int
     devices: tuple[Device, ...] = ()
     driver_version: str | None = None
@@ -92,6 +92,9 @@ class Snapshot:
     # This kernel shares the host's PID namespace (not in a container of its own, or --pid=host); None: not
     # known (a snapshot made by hand), read as True.
     host_pid_namespace: bool | None = None
+    # The NVIDIA driver did not answer in time (reader.py): it has not answered since then, and the figures are
+    # the last it gave, at that time (none when it never answered). None: these figures are the driver's answer.
+    stalled_since: float | None = None
 
     @property
     def own_processes(self) -> tuple[GpuProcess, ...]:

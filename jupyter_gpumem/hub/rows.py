@@ -40,6 +40,8 @@ class Row:
     problem: str | None = None
     # When the server stopped answering; its rows are then the last ones it gave (``problem`` says why).
     stale_since: float | None = None
+    # The server's NVIDIA driver has not answered since then: the GPU figures are the last it gave (api.v1.json).
+    driver_stalled_since: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,7 @@ def rows_of_server(user: str, server: str, data: object, now: float) -> list[Row
             limit_hard=False,
             execution_state=state,
             idle_s=idle_s,
+            driver_stalled_since=body.get("stalled_since"),
         )
         rows.extend(
             replace(

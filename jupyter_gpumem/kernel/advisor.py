@@ -15,6 +15,7 @@ from typing import Any
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.gpu.model import Device
+from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.kernel.oom import OutOfMemory, recognise
 from jupyter_gpumem.units import MiB, format_mib, format_percent
 
@@ -97,6 +98,8 @@ def diagnose(report: OutOfMemory, reading: Reading, uuids: list[str], growth: bo
         if allocator is not None:
             figures += f"; {framework} tensors use {format_mib(allocator.in_use)} (peak {format_mib(allocator.peak)})"
         lines.append(figures + ".")
+        if (sentence := stalled(reading.snapshot)) is not None:
+            lines.append(f"  {sentence}")
         free = device.free_bytes
         if budget is not None and own is not None:
             free = max(0, min(free if free is not None else budget, budget - own))
@@ -216,11 +219,10 @@ def _causes(
 def advise(report: OutOfMemory, error: BaseException | None = None) -> Advice:
     """The diagnosis of ``report`` with this kernel's figures now; with the ``error`` itself, also the cell that
     raised this kernel's memory and what its traceback keeps alive."""
-    from jupyter_gpumem.gpu.snapshot import take_snapshot
     from jupyter_gpumem.kernel.control import controller
 
     control = controller()
-    reading = control.read(take_snapshot())
+    reading = control.read(control.snapshot())
     uuids = control.framework_uuids(reading)
     advice = diagnose(report, reading, uuids, reading.state.policy.growth)
     if error is None:

@@ -46,14 +46,14 @@ class Controller:
         *,
         problems: list[str] | None = None,
         adapters: Mapping[str, Adapter] | None = None,
-        snapshot: Callable[..., Snapshot] = take_snapshot,
+        snapshot: Callable[..., Snapshot] | None = None,
         referenced: Callable[[str], bool] = lambda module: True,
         calibration: Calibration | None = None,
         environment: EnvironmentChanges | None = None,
     ):
         """``problems``: configuration sentences to show at load; ``adapters``: every supported framework
         (name -> adapter, in framework=auto's order); ``snapshot(cpu_window_s=0.0)``: reads NVML (and the
-        host's process table: take_snapshot); ``referenced(module)``:
+        host's process table: take_snapshot, waiting ``config.nvml_deadline_s`` at most); ``referenced(module)``:
         the notebook refers to that module (framework=auto with several imported)."""
         self.config = config
         self.ceiling, ceiling_problems = config.ceiling()
@@ -63,7 +63,7 @@ class Controller:
         self.adapters = dict(adapters) if adapters is not None else {n: a() for n, a in ADAPTERS.items()}
         self.calibration = calibration or Calibration()
         self.matcher = Matcher()  # fed by read(): which listed process is this kernel's, in a container
-        self.snapshot = snapshot
+        self.snapshot = snapshot or (lambda cpu_window_s=0.0: take_snapshot(cpu_window_s, config.nvml_deadline_s))
         self._referenced = referenced
         self._environment = environment or EnvironmentChanges()
         every = targets(Policy(), self.adapters, referenced)
@@ -104,7 +104,8 @@ class Controller:
         policy = self.state.policy.then(asked)
         if self.state.applied and policy == self.state.policy:
             return messages.already(policy)
-        state = self._decide(policy, self.snapshot(), plan_empty=True)
+        snapshot = self.snapshot()
+        state = self._decide(policy, snapshot, plan_empty=True)
         assert state.plan is not None
         if policy.mps:
             cuda = [a.name for a in self.adapters.values() if a.imported() and a.initialised()]
@@ -120,7 +121,8 @@ class Controller:
             self._record(state)
             installed = len(state.adapters) > 1 or state.adapters[0].importable()
             lines = [*self.cache_problem(), *messages.recorded(self.state, source, installed)]
-        return [*lines, *(messages.mps_applied(self._environment.environ) if policy.mps else [])]
+        mps = messages.mps_applied(self._environment.environ) if policy.mps else []
+        return [*messages.unchecked(snapshot), *lines, *mps]
 
     def reset(self) -> list[str]:
         if self.state.applied:
@@ -277,8 +279,9 @@ class Controller:
             elif state.plan is None or adapter not in targets(state.policy, self.adapters, self._referenced):
                 self.state = self._decide(state.policy, None)  # nothing to apply: only the names change
             else:
-                plan = self._plan(state.policy, self.snapshot(), [adapter])
-                say(self._apply(self._state(state.policy, plan, [adapter], True)))
+                snapshot = self.snapshot()
+                plan = self._plan(state.policy, snapshot, [adapter])
+                say([*messages.unchecked(snapshot), *self._apply(self._state(state.policy, plan, [adapter], True))])
         except Exception as error:  # never break the user's import
             print(
                 f"jupyter-gpumem could not apply {state.policy.describe()} to {adapter.name} "

@@ -62,6 +62,8 @@ def encode_sample(reading: Reading, notice: Notice | None = None, cells: list[Ce
         "gpus": [_encode_device(d, reading, d.uuid in hidden) for d in snapshot.devices],
         "notice": notice,
     }
+    if snapshot.stalled_since is not None:
+        sample["stalled_since"] = round(snapshot.stalled_since, 3)
     if cells:
         sample["cells"] = cells
     return sample

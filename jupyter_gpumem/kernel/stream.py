@@ -23,7 +23,8 @@ from typing import Any, NamedTuple, TypeVar
 import comm
 
 from jupyter_gpumem.budget.reading import Reading
-from jupyter_gpumem.gpu.snapshot import take_snapshot
+from jupyter_gpumem.gpu.model import Snapshot
+from jupyter_gpumem.gpu.snapshot import reader
 from jupyter_gpumem.kernel import advisor, protocol
 from jupyter_gpumem.kernel.alerts import Alerts
 from jupyter_gpumem.kernel.cells import Recorder
@@ -55,15 +56,23 @@ class Stream:
         self.alerts = Alerts()
         self.cells = Recorder(control)  # fed by IPython's cell events (load_ipython_extension) and every sample
         self._sampled_t = 0.0  # when the last sample the sampler delivered was taken
+        self._got = 0  # the number of the NVML reader's reading the sampler took last (reader.Reader.next)
         self.sampler: Sampler[Tick] = Sampler(self.take, self._deliver, keep=lambda tick: tick.figures)
         # The inline views (widget.py): added and removed on the main thread, fed by the sampler thread.
         self._views: tuple[Any, ...] = ()
         self._views_lock = threading.Lock()
 
     def take(self) -> Tick:
+        """The sampler thread's sample: the NVML reader's next reading, or past the interval (and the deadline)
+        the last one marked stalled; every reading the driver gives is delivered once, however late."""
+        deadline_s = min(self.sampler.interval_s, self.control.config.nvml_deadline_s)
+        self._got, snapshot = reader.next(self._got, deadline_s)
+        return self._tick(snapshot)
+
+    def _tick(self, snapshot: Snapshot) -> Tick:
         """One sample: NVML, the budget, and the framework's allocator figures if (and only if) its
         runtime has already started: the sampler must never be what starts it (Controller.read)."""
-        reading = self.control.read(take_snapshot())
+        reading = self.control.read(snapshot)
         notice = self.publisher.notice() if self.publisher is not None else None
         cells = self.cells.spans(self._sampled_t, reading.snapshot.taken_at)
         return Tick(reading, protocol.encode_sample(reading, notice, cells))
@@ -102,7 +111,7 @@ class Stream:
     def add_view(self, make: Callable[[Stream, Sample | None], V]) -> V:
         """A new inline view (the main thread): made with a sample taken now (the cell may just have changed
         the policy), then fed every sample until remove_view; it asks the sampler for the history it replays."""
-        view = make(self, self.take().sample)
+        view = make(self, self._tick(self.control.snapshot()).sample)
         with self._views_lock:
             self._views = (*self._views, view)
         self.sampler.start()
@@ -119,7 +128,8 @@ class Stream:
     def _deliver(self, tick: Tick) -> None:
         sample = tick.sample
         self._sampled_t = sample["t"]
-        self.cells.observe(sample["t"], {g["uuid"]: g["own_bytes"] for g in sample["gpus"] if g["uuid"]})
+        if sample.get("stalled_since") is None:  # stale figures are not this moment's: no cell's peak
+            self.cells.observe(sample["t"], {g["uuid"]: g["own_bytes"] for g in sample["gpus"] if g["uuid"]})
         channel = self.comm
         if channel is not None:
             channel.send(protocol.sample_message(tick.sample))

@@ -8,11 +8,17 @@ from jupyter_gpumem.budget.plan import GpuPlan, Plan
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.gpu.model import Device
+from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.units import format_mib, format_percent
 
 
 def explain(reading: Reading) -> list[str]:
     """Lines for the user, from one Reading: its State says what the policy is for and where it holds."""
+    silent = stalled(reading.snapshot)
+    return [silent, *_explain(reading)] if silent else _explain(reading)
+
+
+def _explain(reading: Reading) -> list[str]:
     snapshot, state = reading.snapshot, reading.state
     plan, framework = state.plan, state.frameworks
     if snapshot.problem:

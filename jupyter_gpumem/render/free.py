@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.reading import Reading
+from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.units import format_gib_or_mib, format_mib
 
 
@@ -33,7 +34,11 @@ def lines(freed: Freed) -> list[str]:
         )
     out.append(f"  Garbage collection: {freed.collected} unreachable objects freed.")
     out.extend(f"  {sentence}" for _, sentence, _ in freed.released)
-    out.extend(_gpu_lines(freed))
+    silent = stalled(freed.after.snapshot)
+    if silent:  # the figures after are not after: what came back is not known yet
+        out.append(f"  {silent} What came back shows in %gpumem status once it answers.")
+    else:
+        out.extend(_gpu_lines(freed))
     return out
 
 

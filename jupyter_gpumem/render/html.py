@@ -19,6 +19,7 @@ from jupyter_gpumem.budget.attribution import PidStance, pid_stance, unlisted_by
 from jupyter_gpumem.budget.privacy import others_line
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Device, Snapshot
+from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.render import cells as cells_words
 from jupyter_gpumem.render import table, viewtext
 from jupyter_gpumem.render.text import LOST, NA_MEMORY, kernel_lines, matched_pid, printable, unlisted_note
@@ -93,6 +94,7 @@ def status_html(snapshot: Snapshot, reading: Reading | None, policy_lines: list[
     return render(
         "status.html.j2",
         snapshot=snapshot,
+        stalled=stalled(snapshot),
         devices=[_device(device, reading, stance) for device in snapshot.devices],
         kernel_lines=[] if snapshot.problem else kernel_lines(snapshot, stance, reading),
         policy_lines=policy_lines,

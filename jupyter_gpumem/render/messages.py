@@ -12,6 +12,8 @@ from jupyter_gpumem.budget.plan import Ceiling, Plan
 from jupyter_gpumem.budget.policy import Policy
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.budget.state import State
+from jupyter_gpumem.gpu.model import Snapshot
+from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.units import format_mib, format_percent
 
 
@@ -55,6 +57,13 @@ def plan_lines(plan: Plan) -> list[str]:
             f"  CPU threads: intra-op {policy.intra_threads or 'default'}, inter-op {policy.inter_threads or 'default'}"
         )
     return lines
+
+
+def unchecked(snapshot: Snapshot) -> list[str]:
+    """What a policy decided under a driver that did not answer in time rests on (plan_lines says it when there
+    are no figures at all: the plan's no_gpu)."""
+    sentence = stalled(snapshot)
+    return [f"jupyter-gpumem: {sentence} The plan below uses them."] if sentence and snapshot.devices else []
 
 
 def recorded(state: State, source: str, installed: bool) -> list[str]:

@@ -9,6 +9,7 @@ from jupyter_gpumem.budget.attribution import PidStance, pid_stance, unlisted_by
 from jupyter_gpumem.budget.privacy import others_line
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Device, Snapshot
+from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.render import table
 from jupyter_gpumem.units import format_mib, format_percent, format_total
 
@@ -112,7 +113,10 @@ def render(snapshot: Snapshot, reading: Reading | None = None) -> str:
     if snapshot.simulated_scenario:
         scenario = printable(os.path.basename(snapshot.simulated_scenario))
         lines.append(f"SIMULATED GPU: stand-in NVML, scenario {scenario}; no real GPU or driver is involved.")
-    if not snapshot.devices:
+    silent = stalled(snapshot)
+    if silent:
+        lines.append(silent)
+    elif not snapshot.devices:
         lines.append("The NVIDIA driver is loaded but reports no GPUs.")
     stance = pid_stance(snapshot)
     for device in snapshot.devices:

@@ -90,6 +90,8 @@ def encode(figures: Figures, interval_s: float) -> bytes:
             for k in figures.kernels
         ],
     }
+    if figures.stalled_since is not None:
+        body["stalled_since"] = figures.stalled_since
     return json.dumps(body, separators=(",", ":")).encode()
 
 

@@ -100,6 +100,9 @@ class Figures:
     gpus: tuple[Gpu, ...]
     kernels: tuple[Kernel, ...]
     privacy: Privacy = "aggregate"  # what is shown of other processes: GpumemServer.privacy
+    # The driver did not answer the server's last reading in time: it has not answered since then, and the figures
+    # are the last it gave (reader.py). None: the figures are its answer.
+    stalled_since: float | None = None
 
 
 EMPTY = Figures(t=None, problem=None, driver_version=None, simulated=None, gpus=(), kernels=())
@@ -136,6 +139,7 @@ def make_figures(
     return Figures(
         t=snapshot.taken_at,
         problem=snapshot.problem,
+        stalled_since=snapshot.stalled_since,
         driver_version=snapshot.driver_version,
         simulated=snapshot.simulated_scenario,
         gpus=tuple(_gpu(device, by, owner, privacy) for device, by in zip(snapshot.devices, held, strict=True)),

@@ -47,6 +47,16 @@ INFO = Family(
 )
 NVML_UP = Family("jupyter_gpumem_nvml_up", "1 when the server could read NVML at its last reading.")
 READ_AT = Family("jupyter_gpumem_read_timestamp_seconds", "When the server last read NVML and the kernels' reports.")
+DRIVER_ANSWERING = Family(
+    "jupyter_gpumem_driver_answering",
+    "1 when the NVIDIA driver answered the server's last reading within its interval, 0 when it did not (a stalled "
+    "driver: the GPU figures are the last it gave).",
+)
+READING_AGE = Family(
+    "jupyter_gpumem_reading_age_seconds",
+    "How old the GPU figures were at the server's last reading: 0 while the driver answers, else the time since its "
+    "last answer.",
+)
 GPU_INFO = Family("jupyter_gpumem_gpu_info", "Each GPU NVML reports.", (*GPU, "name"))
 GPU_LOST = Family("jupyter_gpumem_gpu_lost", "1 when the GPU has fallen off the bus.", GPU)
 GPU_TOTAL = Family("jupyter_gpumem_gpu_memory_total_bytes", "GPU memory, as nvidia-smi counts it.", GPU)
@@ -125,9 +135,10 @@ OTHER_USER_USED = Family(
     "GPU memory of another Unix user's processes (only where GpumemServer.privacy is names or list).",
     (*GPU, "user"),
 )
-FAMILIES = (INFO, NVML_UP, READ_AT, GPU_INFO, GPU_LOST, GPU_TOTAL, GPU_USED, GPU_UTILIZATION, OTHERS, OTHERS_USED,
-            OTHER_USER, OTHER_USER_USED, REPORTING, OOM_ERRORS, CEILING_RATIO, CEILING_BYTES, KERNEL_USED, BUDGET,
-            OVER_BUDGET, ALLOCATOR_USED, ALLOCATOR_POOL, KERNEL_OWN, LIMIT)  # fmt: skip
+FAMILIES = (INFO, NVML_UP, READ_AT, DRIVER_ANSWERING, READING_AGE, GPU_INFO, GPU_LOST, GPU_TOTAL, GPU_USED,
+            GPU_UTILIZATION, OTHERS, OTHERS_USED, OTHER_USER, OTHER_USER_USED, REPORTING, OOM_ERRORS,
+            CEILING_RATIO, CEILING_BYTES, KERNEL_USED, BUDGET, OVER_BUDGET, ALLOCATOR_USED, ALLOCATOR_POOL,
+            KERNEL_OWN, LIMIT)  # fmt: skip
 
 
 def rows(figures: Figures) -> tuple[Row, ...]:
@@ -142,6 +153,8 @@ def rows(figures: Figures) -> tuple[Row, ...]:
     if figures.t is not None:
         add(NVML_UP, (), figures.problem is None)
         add(READ_AT, (), figures.t)
+        add(DRIVER_ANSWERING, (), figures.stalled_since is None)
+        add(READING_AGE, (), 0.0 if figures.stalled_since is None else max(0.0, figures.t - figures.stalled_since))
     for gpu in figures.gpus:
         labels = (gpu.uuid or "", str(gpu.index))
         add(GPU_INFO, (*labels, gpu.name or ""), 1)

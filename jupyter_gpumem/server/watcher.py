@@ -30,6 +30,7 @@ from jupyter_gpumem.gpu import nvml
 from jupyter_gpumem.gpu.files import replace_json
 from jupyter_gpumem.gpu.host import HostProcesses
 from jupyter_gpumem.gpu.model import HostInfo
+from jupyter_gpumem.gpu.reader import Reader
 from jupyter_gpumem.server import api, culler, metrics
 from jupyter_gpumem.server.figures import EMPTY, Figures, KernelSource, Privacy, make_figures
 from jupyter_gpumem.units import format_duration, format_gib_or_mib
@@ -67,6 +68,10 @@ class Watcher:
         self.privacy = privacy
         # Other processes' users are looked up only where they are shown.
         self._host = _no_host if privacy == "aggregate" else HostProcesses().lookup
+        # The server's own process is no kernel: no pid of ours is marked, and names are not looked up (the metrics
+        # and the API show none).
+        self._reader = Reader(lambda cpu_window_s: nvml.read(own_pid=-1, host=self._host), own_pid=-1)
+        self._got = 0
         self.interval_s = interval_s
         self.stale_after_s = stale_after_s
         self.log = log
@@ -115,7 +120,9 @@ class Watcher:
         kernels = list(_kernels(self.kernel_manager))
         # The server's own process is no kernel: no pid of ours is marked, and names are not looked up
         # (the metrics and the API show none).
-        snapshot = nvml.read(own_pid=-1, host=self._host)
+        # Waits for the driver an interval at most: a stalled one leaves the last figures, marked, and the kernels'
+        # reports still come in.
+        self._got, snapshot = self._reader.next(self._got, self.interval_s)
         time.sleep(YIELD_S)
         self._connections = {kernel_id: connection for kernel_id, _, connection, _, _ in kernels}
         sources = [

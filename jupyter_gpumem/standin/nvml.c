@@ -7,8 +7,10 @@
  * JUPYTER_GPUMEM_STANDIN_SCENARIO (format: docs/standin-nvml.md). The file is re-read whenever it
  * changes, checked at nvmlInit and nvmlDeviceGetCount, so a test may rewrite it while a kernel runs.
  *
- * A scenario's `driver delay_ms=` makes every query sleep that long first: a slow driver, for the
- * benchmarks that check nothing reads NVML where waiting would hurt (a server's event loop).
+ * A scenario's `driver delay_ms=` makes every query (nvmlInit too) sleep that long first: a slow driver, for
+ * the benchmarks that check nothing reads NVML where waiting would hurt (a server's event loop).
+ * `driver stall=1` makes every query wait until the scenario no longer says so: a driver that stalls (after
+ * an Xid error, a GPU falling off the bus) and comes back, re-read every 20 ms while it waits.
  *
  * Build with -DSTANDIN_NO_V3 to imitate a driver older than R470 that lacks the _v3 process queries,
  * and with -DSTANDIN_NO_MIG to imitate one older than R450 that lacks the MIG queries.
@@ -96,6 +98,7 @@ static int driver_loaded = 1;
 static char driver_version[MAX_TEXT] = "535.104.05";
 static int cuda_version = 12020;
 static unsigned int delay_us; /* every query sleeps this long first; read without the lock, so atomically */
+static int stalled;           /* every query waits while the scenario says stall=1; also read atomically */
 
 static int init_count;
 static struct stat loaded_stat;
@@ -214,6 +217,7 @@ static void parse_line(const char *line) {
             else if (strcmp(key, "cuda") == 0) cuda_version = atoi(value);
             else if (strcmp(key, "loaded") == 0) driver_loaded = atoi(value);
             else if (strcmp(key, "delay_ms") == 0) __atomic_store_n(&delay_us, (unsigned int)(atof(value) * 1000.0), __ATOMIC_RELAXED);
+            else if (strcmp(key, "stall") == 0) __atomic_store_n(&stalled, atoi(value), __ATOMIC_RELAXED);
         } else if (strcmp(kind, "mig") == 0 && !dev && strcmp(key, "parent") == 0) {
             int parent = atoi(value);
             if (parent < 0 || parent >= MAX_GPUS) return;
@@ -250,6 +254,7 @@ static void reset_scenario(void) {
     snprintf(driver_version, MAX_TEXT, "%s", "535.104.05");
     cuda_version = 12020;
     __atomic_store_n(&delay_us, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&stalled, 0, __ATOMIC_RELAXED);
     for (int g = 0; g < MAX_GPUS; g++) {
         gpus[g].present = 0;
         for (int s = 0; s < MAX_MIG; s++) migs[g][s].present = 0;
@@ -284,10 +289,17 @@ static int refresh_scenario(void) {
 
 /* ---------------------------------------------------------------- entry points */
 
-/* A slow driver (scenario `driver delay_ms=`): the query waits before it takes the lock. */
+/* A slow driver (scenario `driver delay_ms=`): the query waits before it takes the lock. A stalled one
+ * (`driver stall=1`): it waits until the scenario file is rewritten without the stall. */
 static void slow_down(void) {
     unsigned int us = __atomic_load_n(&delay_us, __ATOMIC_RELAXED);
     if (us) usleep(us);
+    while (__atomic_load_n(&stalled, __ATOMIC_RELAXED)) {
+        usleep(20000);
+        pthread_mutex_lock(&lock);
+        refresh_scenario();
+        pthread_mutex_unlock(&lock);
+    }
 }
 
 #define EXPORT __attribute__((visibility("default")))
@@ -317,6 +329,10 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
 EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
     nvmlReturn_t ret;
     (void)flags;
+    pthread_mutex_lock(&lock);
+    refresh_scenario();
+    pthread_mutex_unlock(&lock);
+    slow_down(); /* without persistence mode, a large node's nvmlInit takes seconds */
     pthread_mutex_lock(&lock);
     ret = refresh_scenario();
     if (ret == NVML_SUCCESS && !driver_loaded) ret = NVML_ERROR_DRIVER_NOT_LOADED;

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from jupyter_gpumem.wire.comm import LimitKind, OverheadSource, PolicyState, UserShare
 from jupyter_gpumem.wire.report import Ceiling
@@ -78,6 +78,7 @@ class Body(TypedDict):
     interval_s: float
     t: float | None
     problem: str | None
+    stalled_since: NotRequired[float | None]  # absent: the driver answered
     driver_version: str | None
     simulated: str | None
     gpus: list[Gpu]

@@ -104,6 +104,7 @@ class Gpu(TypedDict):
 class Sample(TypedDict):
     t: float
     problem: str | None
+    stalled_since: NotRequired[float | None]  # absent: the driver answered
     simulated: str | None
     policy: str | None
     policy_state: NotRequired[PolicyState | None]
