@@ -2,13 +2,17 @@
 ``schemas/api.v1.json``, docs/server.md): the server encodes it (server.api), the hub service reads it
 (hub.rows)."""
 
-from __future__ import annotations
-
-from typing import Literal, NotRequired, TypedDict
+import sys
+from typing import Literal, TypedDict
 
 from jupyter_gpumem.wire.comm import LimitKind, OverheadSource, PolicyState, UserShare
 from jupyter_gpumem.wire.report import Ceiling
 from jupyter_gpumem.wire.schemas import Schema
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired
+else:  # pragma: no cover
+    from typing_extensions import NotRequired
 
 VERSION = 1
 PATH = "/api/gpumem/v1"

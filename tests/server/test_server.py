@@ -119,6 +119,8 @@ def expected_samples(scene: Scene, b_used_gpu0: float | None = 1000 * MiB) -> di
     a, b, c = scene.a, scene.b, scene.c
     rows: list[tuple[str, dict[str, str], float | None]] = [
         ("jupyter_gpumem_nvml_up", {}, 1),
+        ("jupyter_gpumem_driver_answering", {}, 1),
+        ("jupyter_gpumem_reading_age_seconds", {}, 0),
         ("jupyter_gpumem_gpu_info", {**gpu(GPU0), "name": "NVIDIA A100-SXM4-40GB"}, 1),
         ("jupyter_gpumem_gpu_info", {**gpu(GPU1), "name": "NVIDIA A100-SXM4-40GB"}, 1),
         ("jupyter_gpumem_gpu_lost", gpu(GPU0), 0),
