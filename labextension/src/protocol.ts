@@ -135,6 +135,9 @@ export interface ISample {
   /** Seconds since the epoch (kernel clock). */
   t: number;
   problem: string | null;
+  /** The NVIDIA driver did not answer this sample in time: it has not answered since then (seconds since the
+   * epoch, kernel clock) and the figures are the last it gave. Null: they are its answer. */
+  stalledSince: number | null;
   simulated: string | null;
   policy: string | null;
   framework: string | null;

@@ -75,6 +75,7 @@ export const COMM_SCHEMA = {
       properties: {
         t: { type: 'number' },
         problem: { type: ['string', 'null'] },
+        stalled_since: { type: ['number', 'null'], default: null },
         simulated: { type: ['string', 'null'] },
         policy: { type: ['string', 'null'] },
         policy_state: {
