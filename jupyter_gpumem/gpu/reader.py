@@ -138,10 +138,14 @@ class Reader:
 
 def stalled(snapshot: Snapshot, now: float | None = None) -> str | None:
     """The one sentence every Python surface gives a snapshot the driver did not answer in time; None if it did."""
-    since = snapshot.stalled_since
-    if since is None:
+    if snapshot.stalled_since is None:
         return None
-    waited = max(0.0, (time.time() if now is None else now) - since)
+    return stalled_sentence(snapshot.stalled_since, time.time() if now is None else now, bool(snapshot.devices))
+
+
+def stalled_sentence(since: float, now: float, figures: bool) -> str:
+    """ "The NVIDIA driver has not answered since 10:42:03 (for 12 s); figures are from then." (format.ts's
+    stalledLine says the same in the sidebar and the inline view)."""
     clock = time.strftime("%H:%M:%S", time.localtime(since))
-    then = "figures are from then" if snapshot.devices else "there are no figures yet"
-    return f"The NVIDIA driver has not answered since {clock} (for {format_duration(waited)}); {then}."
+    then = "figures are from then" if figures else "there are no figures yet"
+    return f"The NVIDIA driver has not answered since {clock} (for {format_duration(max(0.0, now - since))}); {then}."

@@ -63,12 +63,15 @@ class History:
             s = self._series.setdefault(key, Series())
             if s.t and t <= s.t[-1]:
                 continue  # replayed history and the live stream overlap by a sample
-            own, used, budget = gpu.get("own_bytes"), gpu.get("used_bytes"), gpu.get("budget_bytes")
+            # The last figures a stalled driver gave are not this moment's: a gap in the lines (history.ts).
+            fresh = sample.get("stalled_since") is None
+            own, used = (gpu.get("own_bytes"), gpu.get("used_bytes")) if fresh else (None, None)
+            budget = gpu.get("budget_bytes")
             others = None if used is None else max(0, used - (own or 0))
             s.t.append(t)
             for name, v in (
                 ("own", own),
-                ("framework", gpu.get("framework_bytes")),
+                ("framework", gpu.get("framework_bytes") if fresh else None),
                 ("others", others),
                 ("total", gpu.get("total_bytes")),
                 ("budget", budget),

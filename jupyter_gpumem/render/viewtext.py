@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from jupyter_gpumem.budget.privacy import from_sample, others_line
+from jupyter_gpumem.gpu.reader import stalled_sentence
 from jupyter_gpumem.render.text import printable
 from jupyter_gpumem.units import GiB, MiB, format_gib_or_mib
 
@@ -43,6 +44,12 @@ def choose_gpu(gpus: Sequence[Gpu], shown: str | None) -> str | None:
 
 def simulated_banner(scenario: str | None) -> str | None:
     return f"SIMULATED GPU — stand-in NVML ({printable(os.path.basename(scenario))})" if scenario else None
+
+
+def stalled_line(sample: Sample) -> str | None:
+    """format.ts's stalledLine: the sample's figures are the last a stalled driver gave."""
+    since = sample.get("stalled_since")
+    return None if since is None else stalled_sentence(since, sample["t"], bool(sample["gpus"]))
 
 
 def device_line(gpu: Gpu) -> str:

@@ -512,6 +512,33 @@ export function pausedOn(from: number, to: number, trans: Trans): string {
 
 const pad = (n: number) => String(n).padStart(2, '0');
 
+/**
+ * "The NVIDIA driver has not answered since 10:42:03 (for 12 s); figures are from then." (gpu/reader.py's
+ * sentence, the same words): the sample's figures are the last the driver gave. Null while it answers.
+ */
+export function stalledLine(
+  sample: Pick<ISample, 't' | 'stalledSince' | 'gpus'>,
+  trans: Trans
+): string | null {
+  const since = sample.stalledSince;
+  if (since === null || since === undefined) {
+    return null;
+  }
+  const at = clock(since * 1000, true);
+  const waited = duration(Math.max(0, sample.t - since), trans);
+  return sample.gpus.length > 0
+    ? trans.__(
+        'The NVIDIA driver has not answered since %1 (for %2); figures are from then.',
+        at,
+        waited
+      )
+    : trans.__(
+        'The NVIDIA driver has not answered since %1 (for %2); there are no figures yet.',
+        at,
+        waited
+      );
+}
+
 /** "14:03" or "14:03:27", the browser's local time (ticks and hover). */
 export function clock(ms: number, seconds: boolean): string {
   const d = new Date(ms);

@@ -122,12 +122,14 @@ export class History {
         series = emptySeries();
         this._series.set(key, series);
       }
-      const own = gpu.ownBytes;
-      const others =
-        gpu.usedBytes === null ? null : Math.max(0, gpu.usedBytes - (own ?? 0));
+      // The last figures a stalled driver gave are not this moment's: a gap in the lines, not a flat stretch.
+      const stalled = (sample.stalledSince ?? null) !== null;
+      const own = stalled ? null : gpu.ownBytes;
+      const used = stalled ? null : gpu.usedBytes;
+      const others = used === null ? null : Math.max(0, used - (own ?? 0));
       series.t.push(t);
       series.own.push(value(own));
-      series.framework.push(value(gpu.frameworkBytes));
+      series.framework.push(value(stalled ? null : gpu.frameworkBytes));
       series.others.push(value(others));
       series.total.push(value(gpu.totalBytes));
       series.budget.push(value(gpu.budgetBytes));

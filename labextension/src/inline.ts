@@ -164,7 +164,7 @@ function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
         ? trans.__('Collecting…')
         : latest.problem
           ? latest.problem
-          : gpus.length === 0
+          : gpus.length === 0 && (latest.stalledSince ?? null) === null
             ? trans.__('The NVIDIA driver is loaded but reports no GPUs.')
             : null
     );

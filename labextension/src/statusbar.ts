@@ -10,7 +10,12 @@ import { Widget } from '@lumino/widgets';
 
 import { STALE } from './channel';
 import { KernelFollower } from './follower';
-import { kernelsSummary, statusText, statusTooltip } from './format';
+import {
+  kernelsSummary,
+  stalledLine,
+  statusText,
+  statusTooltip
+} from './format';
 import { chooseGpu, gpuKey } from './history';
 import { ServerKernels } from './serverkernels';
 
@@ -74,7 +79,9 @@ export class GpuMemStatus extends Widget {
     if (node.textContent !== text) {
       node.textContent = text;
     }
-    const shown = stale ? 'stale' : latest.notice ? 'warn' : level;
+    const stalled = stalledLine(latest, this._trans);
+    const shown =
+      stale || stalled !== null ? 'stale' : latest.notice ? 'warn' : level;
     if (node.dataset.level !== shown) {
       node.dataset.level = shown;
     }
@@ -85,9 +92,9 @@ export class GpuMemStatus extends Widget {
       this._trans,
       server?.ready ? kernelsSummary(server.rows, this._trans) : null
     );
-    const title = latest.notice
-      ? `${latest.notice.text}\n\n${tooltip}`
-      : tooltip;
+    const title = [latest.notice?.text, stalled, tooltip]
+      .filter(line => line)
+      .join('\n\n');
     if (node.title !== title) {
       node.title = title;
     }

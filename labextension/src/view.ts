@@ -14,6 +14,7 @@ import {
   gpuOption,
   printable,
   simulatedBanner,
+  stalledLine,
   viewLines
 } from './format';
 import { ISeries, gpuKey } from './history';
@@ -57,6 +58,7 @@ export class MemoryView {
   readonly body: HTMLElement;
   private readonly _banner: HTMLElement;
   private readonly _notice: HTMLElement;
+  private readonly _stalled: HTMLElement;
   private readonly _lines: Record<ViewLine, HTMLElement>;
   private readonly _chartBox: HTMLElement;
   private readonly _chart: Chart;
@@ -70,6 +72,8 @@ export class MemoryView {
       element('div', `jp-GpuMem-${name}`, parent);
     this._banner = div('banner', root);
     this._notice = div('notice', root);
+    this._stalled = div('stalled', root);
+    this._stalled.setAttribute('role', 'status');
     this.top = div('top', root);
     const body = (this.body = div('body', root));
     this._lines = {
@@ -91,7 +95,8 @@ export class MemoryView {
     this._table = new ProcessTable(body, trans, sorted);
   }
 
-  /** The banner and the notice: whatever the figures (none yet, a problem, a kernel restarting). */
+  /** The banner, the notice and a driver that has not answered: whatever the figures (none yet, a problem, a
+   * kernel restarting). */
   renderTop(latest: ISample | null): void {
     setLine(
       this._banner,
@@ -99,6 +104,9 @@ export class MemoryView {
     );
     this._banner.title = latest?.simulated ?? '';
     setLine(this._notice, printable(latest?.notice?.text ?? ''));
+    const stalled = latest ? stalledLine(latest, this._trans) : null;
+    setLine(this._stalled, stalled);
+    this.body.classList.toggle('jp-mod-stalled', stalled !== null);
   }
 
   /** One GPU's figures from the latest sample; `series` its history; `stale`: the figures on show are
