@@ -31,7 +31,9 @@ def free(shell: Any, control: Controller) -> Freed:
         outcome = adapter.release()
         if outcome is not None:
             released.append((adapter.name, outcome.sentence, outcome.restart_only))
-    return Freed(error, tensors, collected, tuple(released), before, control.read(control.snapshot()))
+    # Under a driver that did not answer, a second wait would tell nothing more: one deadline, not two.
+    after = before.snapshot if before.snapshot.stalled_since is not None else control.snapshot()
+    return Freed(error, tensors, collected, tuple(released), before, control.read(after))
 
 
 def _drop_last_error(shell: Any, adapters: Iterable[Adapter]) -> tuple[str | None, dict[str, int]]:
