@@ -195,3 +195,20 @@ def test_each_cell_in_view_is_a_band_whose_hover_names_it() -> None:
     assert first == [datetime.fromtimestamp(T0 + s) for s in range(10, 31)]
     assert [h for h in cells.hovertext if h].count("[*] more()") == 15
     assert "cells" not in names(fig)
+
+
+def test_a_stalled_drivers_samples_are_a_gap_in_the_lines_not_a_flat_stretch() -> None:
+    history = [sample(T0 + i, 2 * GiB) for i in range(10)]
+    history += [{**sample(T0 + i, 2 * GiB), "stalled_since": T0 + 9} for i in range(10, 20)]  # its last figures
+    history += [sample(T0 + i, 3 * GiB) for i in range(20, 30)]  # it answers again
+    series = History(100)
+    for s in history:
+        series.push(s)
+    values = series.series(S1["gpus"][1]["uuid"])
+    assert values is not None
+    own, total = values.values["own"], values.values["total"]
+    assert all(math.isnan(v) for v in own[10:20]) and not any(math.isnan(v) for v in own[:10] + own[20:])
+    assert all(math.isnan(v) for v in values.values["framework"][10:20] + values.values["others"][10:20])
+    assert not any(math.isnan(v) for v in total)  # the device's size does not stall
+    fig = figure(history)
+    assert fig.data[0].y[-1] == pytest.approx(3.0) and any(y is None or math.isnan(y) for y in fig.data[0].y)
