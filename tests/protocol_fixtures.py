@@ -3,6 +3,8 @@ them into exactly the fixture files, which the TypeScript tests parse (tests/ts/
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from jupyter_gpumem.budget.attribution import Match
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.limits import Limit, Limits
@@ -241,3 +243,15 @@ def privacy_reading() -> Reading:
     state = State(Policy(), None, (ADAPTERS["tensorflow"](),), True, "TensorFlow")
     privacy = Rule("names", "alice")
     return reading(snapshot, state, started=False, allocators={}, measured=lambda uuid: None, privacy=privacy)
+
+
+def stalled_sample() -> dict[str, object]:
+    return encode_sample(stalled_reading())
+
+
+def stalled_reading() -> Reading:
+    """S1 asked for 12 s after the driver last answered (gpu/reader.py): the figures it gave then, marked with when
+    (``stalled_since``, the field release 0.2.0 added to the protocol)."""
+    fresh = s1_reading()
+    snapshot = replace(fresh.snapshot, taken_at=fresh.snapshot.taken_at + 12.0, stalled_since=fresh.snapshot.taken_at)
+    return replace(fresh, snapshot=snapshot)

@@ -4,6 +4,11 @@ Plain immutable data: the page and the metrics render these rows, they never re-
 A body is another process's word, and a user can change their server's code: one that is not valid
 (wire/schemas/api.v1.json), or whose values the schema admits but no GPU could have (a size beyond any GPU's,
 an id that is not an id), becomes that server's row with the reason, and the other servers' rows stand.
+
+Servers run other releases than the hub's (docs/protocol.md, "Versioning and releases mixing"): a body from an older
+release of version 1 lacks the fields added since, and reads as "not known" there; one from a newer release has
+fields this one does not know, which are left alone; one of another version is that server's row saying, in one
+sentence, which releases meet and what to upgrade.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from jupyter_gpumem.wire.api import BODY, Body
+from jupyter_gpumem._version import __version__
+from jupyter_gpumem.wire.api import BODY, PATH, Body
+from jupyter_gpumem.wire.schemas import release
 
 log = logging.getLogger("jupyter_gpumem.hub")
 
@@ -42,6 +49,8 @@ class Row:
     stale_since: float | None = None
     # The server's NVIDIA driver has not answered since then: the GPU figures are the last it gave (api.v1.json).
     driver_stalled_since: float | None = None
+    # The jupyter-gpumem release the server runs, as its body says (also where the hub cannot read that body).
+    server_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,14 +122,34 @@ def gpus_of_server(data: object) -> list[Gpu]:
     ]
 
 
+def refusal(data: object) -> str | None:
+    """The row's sentence for a body of another version than this hub reads (``BODY.other_version``): which
+    releases meet and where to upgrade; None: a version-1 body (or none at all)."""
+    version = BODY.other_version(data)
+    if version is None:
+        return None
+    theirs = release(data)
+    runs = f"it runs jupyter-gpumem {theirs}, whose" if theirs else "it runs a jupyter-gpumem whose"
+    where = "the hub's environment" if version > BODY.version else "this server's environment"
+    return (
+        f"{runs} /api/gpumem/v{version} this hub service (jupyter-gpumem {__version__}) cannot read: "
+        f"upgrade jupyter-gpumem in {where}"
+    )
+
+
 def rows_of_server(user: str, server: str, data: object, now: float) -> list[Row]:
     """The rows of one server's reading. A kernel on no GPU still has one row (no GPU figures)."""
-    problem = BODY.problem(data)
+    sender = f"{user}'s server {server!r}"
+    refused = refusal(data)
+    if refused is not None:
+        BODY.say(sender, f"{sender}: {refused}", log)
+        return [replace(unreadable(user, server, refused), server_version=release(data))]
+    problem = BODY.problem(data)  # fills in the fields an older server does not send
     if problem is None:
         problem = _values_problem(cast(Body, data))
-    BODY.tell(f"{user}'s server {server!r}", problem, log)
+    BODY.tell(sender, problem, log)
     if problem is not None:
-        return [unreadable(user, server, f"its /api/gpumem/v1 body is not valid: {problem}")]
+        return [unreadable(user, server, f"its {PATH} body is not valid: {problem}")]
     body = cast(Body, data)
     rows: list[Row] = []
     for kernel in body["kernels"]:
@@ -144,7 +173,8 @@ def rows_of_server(user: str, server: str, data: object, now: float) -> list[Row
             limit_hard=False,
             execution_state=state,
             idle_s=idle_s,
-            driver_stalled_since=body.get("stalled_since"),
+            driver_stalled_since=body["stalled_since"],
+            server_version=release(body),
         )
         rows.extend(
             replace(

@@ -1,6 +1,6 @@
 """What the admin page shows first, decided once per poll from the rows and GPUs (the page only renders it):
-the GPUs' memory, kernels over budget, idle kernels holding memory (largest first), users by memory held, and
-how many servers answered."""
+the GPUs' memory, kernels over budget, idle kernels holding memory (largest first), users by memory held, how
+many servers answered, and how many of them run each jupyter-gpumem release."""
 
 from __future__ import annotations
 
@@ -44,9 +44,17 @@ def summary(rows: list[Row], gpus: list[Gpu]) -> dict[str, Any]:
         held[r.user] += r.used_bytes or 0
     users = sorted(held.items(), key=lambda item: (-item[1], item[0]))
     servers: dict[tuple[str, str], str] = {}
+    releases: dict[tuple[str, str], str | None] = {}
     for r in rows:
         state = "not_answering" if r.stale_since is not None else ("unreadable" if r.problem else "answering")
         servers[(r.user, r.server)] = state
+        releases[(r.user, r.server)] = r.server_version
+    # The servers read by the jupyter-gpumem release they run ("": not said): which releases are in use. A server of
+    # another major version is not among them: it is "unreadable", and its row says what to upgrade.
+    read: dict[str, int] = defaultdict(int)
+    for key, state in servers.items():
+        if state == "answering":
+            read[releases[key] or ""] += 1
     known_total = [g.total_bytes for g in gpus if g.total_bytes is not None]
     known_used = [g.used_bytes for g in gpus if g.used_bytes is not None]
     return {
@@ -61,6 +69,7 @@ def summary(rows: list[Row], gpus: list[Gpu]) -> dict[str, Any]:
         "servers": {
             state: list(servers.values()).count(state) for state in ("answering", "unreadable", "not_answering")
         },
+        "releases": dict(sorted(read.items())),
         "over_budget": {"count": len(over), "top": [_kernel(r) for r in over[:TOP]]},
         "idle_holding": {"count": len(idle), "top": [_kernel(r) for r in idle[:TOP]]},
         "users": {

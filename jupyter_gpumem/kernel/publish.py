@@ -8,7 +8,7 @@ queue. The runtime directory is the user's own (mode 0700), so other users canno
 
 The file (docs/server.md):
 
-    {"protocol": 1, "type": "report", "pid": 4242, "package_version": "0.1.0", "t": 1763740800.0,
+    {"protocol": 1, "type": "report", "pid": 4242, "package_version": "0.2.0", "t": 1763740800.0,
      "oom_errors_total": 0, "ceiling": {"max_fraction": 0.25, "max_limit_bytes": null},
      "idle_since": 1763740500.0, "sample": <a protocol sample without process tables (docs/protocol.md)>}
 
@@ -119,7 +119,20 @@ def _read_notice(path: Path) -> Notice | None:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):  # gone meanwhile, or being written by a server without replace_json
         return None
-    notice = NOTICE.read(data, f"the Jupyter server ({path})", log)
+    sender = f"the Jupyter server ({path})"
+    protocol = NOTICE.other_version(data)
+    if protocol is not None:
+        # A server of another major release (docs/protocol.md, "Versioning and releases mixing"): the notice has no
+        # package version, its protocol says which.
+        where = "in this kernel's environment" if protocol > NOTICE.version else "where the Jupyter server runs"
+        NOTICE.say(
+            sender,
+            f"{sender} wrote a notice in protocol {protocol}, which this kernel (jupyter-gpumem {__version__}, "
+            f"protocol {NOTICE.version}) cannot read: upgrade jupyter-gpumem {where}",
+            log,
+        )
+        return None
+    notice = NOTICE.read(data, sender, log)
     if notice is None:
         return None
     return {"kind": notice["kind"], "text": notice["text"], "t": notice["t"], "shutdown_at": notice["shutdown_at"]}

@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from jupyter_gpumem._version import __version__
 from jupyter_gpumem.gpu import nvml
 from jupyter_gpumem.gpu.files import replace_json
 from jupyter_gpumem.gpu.host import HostProcesses
@@ -35,6 +36,7 @@ from jupyter_gpumem.server import api, culler, metrics
 from jupyter_gpumem.server.figures import EMPTY, Figures, KernelSource, Privacy, make_figures
 from jupyter_gpumem.units import format_duration, format_gib_or_mib
 from jupyter_gpumem.wire.report import REPORT, Report, notice_path, report_path
+from jupyter_gpumem.wire.schemas import release
 
 # Between two steps of a reading the thread sleeps this long, so the event loop's thread gets the GIL
 # if it is waiting: otherwise it would wait up to the interpreter's switch interval (5 ms) for a thread
@@ -231,7 +233,9 @@ def _kernels(manager: Any) -> Iterator[tuple[str, int | None, str | None, str | 
 
 
 def _report(kernel_id: str, connection_file: str | None, log: logging.Logger) -> Report | None:
-    """The kernel's report; None when it has none (yet), or one that is not valid (logged once)."""
+    """The kernel's report, with the defaults of the fields an older kernel does not send filled in; None when it
+    has none (yet), one that is not valid, or one of another protocol (each logged once). The kernel is then not
+    reporting: its memory still shows, from NVML."""
     if not connection_file:
         return None
     path = report_path(connection_file)
@@ -239,7 +243,22 @@ def _report(kernel_id: str, connection_file: str | None, log: logging.Logger) ->
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):  # none yet, gone, or being replaced: not reporting
         return None
-    return REPORT.read(data, f"kernel {kernel_id} ({path})", log)
+    sender = f"kernel {kernel_id} ({path})"
+    protocol = REPORT.other_version(data)
+    if protocol is not None:
+        # A kernel of another major release (docs/protocol.md, "Versioning and releases mixing"): one sentence that
+        # names both, and where to upgrade.
+        theirs = release(data)
+        runs = f"runs jupyter-gpumem {theirs}, whose" if theirs else "runs a jupyter-gpumem whose"
+        where = "where the Jupyter server runs" if protocol > REPORT.version else "in the kernel's environment"
+        REPORT.say(
+            sender,
+            f"{sender} {runs} report (protocol {protocol}) this Jupyter server (jupyter-gpumem {__version__}, "
+            f"protocol {REPORT.version}) cannot read: upgrade jupyter-gpumem {where}",
+            log,
+        )
+        return None
+    return REPORT.read(data, sender, log)
 
 
 def _no_host(pids: Collection[int], name: Any) -> Mapping[int, HostInfo]:

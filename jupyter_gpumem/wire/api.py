@@ -1,6 +1,7 @@
 """The server extension's ``GET /api/gpumem/v1`` body, version 1, as typed values (the reference:
 ``schemas/api.v1.json``, docs/server.md): the server encodes it (server.api), the hub service reads it
-(hub.rows)."""
+(hub.rows). A NotRequired field is one added after the first release: a body from an older server lacks it, and
+``BODY.problem`` fills in its default (docs/protocol.md, "Versioning and releases mixing")."""
 
 import sys
 from typing import Literal, TypedDict
@@ -37,8 +38,8 @@ class Gpu(TypedDict):
     processes_known: bool
     other_processes: int | None
     other_bytes: int | None
-    other_users: list[UserShare] | None
-    other_process_list: list[OtherProcess] | None
+    other_users: NotRequired[list[UserShare] | None]  # absent from a server older than privacy names/list
+    other_process_list: NotRequired[list[OtherProcess] | None]
 
 
 class KernelGpu(TypedDict):
@@ -54,8 +55,8 @@ class KernelGpu(TypedDict):
     overhead_source: OverheadSource | None
     framework_bytes: int | None
     framework_peak_bytes: int | None
-    limit_kind: LimitKind | None
-    limit_hard: bool
+    limit_kind: NotRequired[LimitKind | None]
+    limit_hard: NotRequired[bool]
 
 
 class Kernel(TypedDict):
@@ -71,8 +72,8 @@ class Kernel(TypedDict):
     framework_started: bool
     oom_errors_total: int | None
     ceiling: Ceiling
-    execution_state: str | None
-    last_activity: float | None
+    execution_state: NotRequired[str | None]
+    last_activity: NotRequired[float | None]
     gpus: list[KernelGpu]
 
 

@@ -1,7 +1,9 @@
 """The comm protocol between a kernel and the sidebar or an inline view, version 1: its comm target, the
 settings' defaults and ranges, and its messages as typed values. The reference is the schema
 ``schemas/comm.v1.json`` (docs/protocol.md); ``tests/wire/test_schemas.py`` keeps these types' keys equal to
-its properties, and the TypeScript side checks the same schema."""
+its properties, and their required keys to its ``required``: the fields every release has sent. A NotRequired field
+was added since; a reader gets its default where an older kernel leaves it out (``Schema.problem``), and the
+TypeScript side checks the same schema."""
 
 import sys
 from typing import Literal, TypedDict
@@ -89,11 +91,11 @@ class Gpu(TypedDict):
     limit_bytes: NotRequired[int | None]
     budget_bytes: int | None
     in_force: NotRequired[bool]
-    pool_bytes: int | None
-    pool_known: bool
-    overhead_bytes: int | None
-    overhead_source: OverheadSource | None
-    over_reason: str | None
+    pool_bytes: NotRequired[int | None]
+    pool_known: NotRequired[bool]
+    overhead_bytes: NotRequired[int | None]
+    overhead_source: NotRequired[OverheadSource | None]
+    over_reason: NotRequired[str | None]
     framework_bytes: int | None
     framework_peak_bytes: int | None
     processes_known: bool

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_gpumem.hub.rows import rows_of_server
+from jupyter_gpumem.hub.rows import refusal, rows_of_server
 
 API = Path(__file__).parents[1] / "fixtures" / "api"
 NOW = 1763740900.0
@@ -44,5 +44,10 @@ def test_a_body_whose_kernels_is_not_a_list_is_that_servers_row_with_the_reason(
 
 @pytest.mark.parametrize("path", sorted((API / "malformed").glob("*.json")), ids=lambda p: p.stem)
 def test_every_malformed_body_is_one_row_that_says_why(path: Path) -> None:
-    [row] = rows_of_server("carol", "", json.loads(path.read_text()), NOW)
-    assert row.kernel_id is None and row.problem and row.problem.startswith("its /api/gpumem/v1 body is not valid")
+    data = json.loads(path.read_text())
+    [row] = rows_of_server("carol", "", data, NOW)
+    assert row.kernel_id is None and row.problem
+    if isinstance(data, dict) and data.get("version") != 1:  # another version: which, and what to upgrade
+        assert row.problem == refusal(data) and row.problem.endswith("upgrade jupyter-gpumem in the hub's environment")
+    else:
+        assert row.problem.startswith("its /api/gpumem/v1 body is not valid")

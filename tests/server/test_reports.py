@@ -13,7 +13,7 @@ import pytest
 from jupyter_gpumem.gpu.model import Snapshot
 from jupyter_gpumem.server.figures import KernelSource, make_figures
 from jupyter_gpumem.server.watcher import _report
-from jupyter_gpumem.wire.report import report_path
+from jupyter_gpumem.wire.report import REPORT, report_path
 
 REPORTS = Path(__file__).parents[1] / "fixtures" / "report"
 
@@ -28,7 +28,9 @@ def test_a_malformed_report_is_not_reporting_and_said_once_while_a_valid_one_rep
     log = logging.getLogger("test_reports")
     with caplog.at_level(logging.WARNING, "test_reports"):
         reports = [_report(k, str(c), log) for k, c in (("good", good), ("bad", bad), ("bad", bad))]
-    assert reports[0] == json.loads((REPORTS / "report.json").read_text()) and reports[1:] == [None, None]
+    expected = json.loads((REPORTS / "report.json").read_text())
+    assert REPORT.problem(expected) is None  # the report as read: with the defaults of what it does not say
+    assert reports[0] == expected and reports[1:] == [None, None]
     assert [r.getMessage() for r in caplog.records] == [
         f"jupyter-gpumem: ignored a kernel report from kernel bad ({report_path(bad)}) that is not valid: "
         "report.sample.gpus must be array."

@@ -145,7 +145,7 @@ def test_the_kernels_report_is_the_report_fixture(tmp_path: Path) -> None:
     publisher.publish(s1_sample(), Ceiling(max_fraction=0.5), 1)
     written = json.loads(publisher.path.read_text())
     expected = json.loads((FIXTURES / "report" / "report.json").read_text())
-    assert {**written, "pid": 4242, "package_version": "0.1.0"} == expected
+    assert {**written, "pid": 4242, "package_version": "0.2.0"} == expected
 
 
 def test_the_schemas_ship_in_the_package() -> None:
