@@ -12,6 +12,7 @@ import {
   INotice,
   ISettings,
   TARGET,
+  VersionError,
   configureMessage,
   connectCode,
   receive
@@ -26,7 +27,7 @@ export type State =
   | 'missing' // the kernel cannot import jupyter_gpumem
   | 'unsupported' // not a Python kernel
   | 'unreachable' // the request to start the stream failed
-  | 'failed' // the kernel answered the request with an error
+  | 'failed' // the kernel answered the request with an error, or speaks another protocol
   | 'dead';
 
 /** States in which the figures on show are the old kernel's (or an old stream's): views dim them. */
@@ -42,7 +43,8 @@ export class Channel implements IDisposable {
   readonly history: History;
   state: State = 'idle';
   /** What format.ts's channelLine needs besides the state: the kernel's language (unsupported),
-   * the error (unreachable, failed), the seconds without figures (stalled). */
+   * the error (unreachable, failed: for a kernel of another protocol, the sentence saying which
+   * releases meet and what to upgrade), the seconds without figures (stalled). */
   detail = '';
   /** The GPU the views show for this kernel (history.ts's gpuKey); null: not chosen yet. */
   gpu: string | null = null;
@@ -54,6 +56,7 @@ export class Channel implements IDisposable {
   private _noticed = new Signal<this, INotice>(this);
   private _notice: INotice | null = null;
   private _disposed = false;
+  private _refused: VersionError | null = null;
 
   constructor(
     readonly kernel: Kernel.IKernelConnection,
@@ -132,10 +135,11 @@ export class Channel implements IDisposable {
 
   /** A message from the kernel (what the comm delivers). */
   receive(data: unknown): void {
-    const message = receive(data);
+    const message = receive(data, this._refuse);
     if (message === null) {
       return;
     }
+    this._refused = null;
     this._lastSampleAt = performance.now();
     if (message.type === 'hello') {
       this._settings = {
@@ -187,6 +191,21 @@ export class Channel implements IDisposable {
       }
     };
     this.receive(msg.content.data);
+  };
+
+  /** A kernel of another major release: its messages are dropped, and the panel says which releases
+   * meet and what to upgrade, as it says what to install where jupyter_gpumem is missing. The hello
+   * names the kernel's release and the samples after it do not: the sentence that names it stays. */
+  private _refuse = (error: VersionError): void => {
+    const said = this._refused;
+    if (
+      said === null ||
+      said.protocol !== error.protocol ||
+      error.packageVersion !== null
+    ) {
+      this._refused = error;
+    }
+    this._set('failed', this._refused!.message);
   };
 
   private _replied(content: KernelMessage.IExecuteReplyMsg['content']): void {

@@ -5,11 +5,14 @@
  * `sample` per interval. Sidebar to kernel: `configure`. The reference is the schema,
  * jupyter_gpumem/wire/schemas/comm.v1.json: a message is checked against it (schema.ts, validate.ts)
  * and anything it does not admit is dropped with one console warning. Its fields arrive in camelCase,
- * with the schema's defaults for those an older kernel leaves out. Pure: no JupyterLab imports, so
- * the unit tests run it in Node against tests/fixtures/protocol/.
+ * with the schema's defaults for those an older kernel leaves out; the fields of a newer kernel that this
+ * release does not know are left alone. A kernel of another protocol (another major release) is refused
+ * with one sentence naming both releases and what to upgrade (`VersionError`, docs/protocol.md,
+ * "Versioning and releases mixing"). Pure: no JupyterLab imports, so the unit tests run it in Node
+ * against tests/fixtures/protocol/ and tests/fixtures/releases/.
  */
 
-import { COMM_SCHEMA } from './schema';
+import { COMM_SCHEMA, PACKAGE_VERSION } from './schema';
 import { problem } from './validate';
 
 export const PROTOCOL = 1;
@@ -177,6 +180,48 @@ export type KernelMessage = IHello | ISampleMessage;
 
 export class ProtocolError extends Error {}
 
+/** A package version as a kernel says it, before it goes into a sentence: PEP 440's characters, bounded. */
+const RELEASE = /^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,39}$/;
+
+/**
+ * A message of another protocol than this extension's: its kernel runs a release of another major
+ * version. The message is the one sentence the sidebar shows: both releases, and what to upgrade.
+ * `packageVersion`: the kernel's release where the message says it (a hello does; a sample does not).
+ */
+export class VersionError extends ProtocolError {
+  constructor(
+    readonly protocol: number,
+    readonly packageVersion: string | null
+  ) {
+    const theirs = packageVersion === null ? '' : ` ${packageVersion}`;
+    const upgrade =
+      protocol > PROTOCOL
+        ? 'upgrade jupyter-gpumem where JupyterLab runs, then reload this page'
+        : "upgrade jupyter-gpumem in this kernel's environment (%pip install -U jupyter-gpumem), then restart the kernel";
+    super(
+      `This kernel's jupyter-gpumem${theirs} speaks protocol ${protocol}; this JupyterLab extension ` +
+        `(jupyter-gpumem ${PACKAGE_VERSION}) reads protocol ${PROTOCOL}: ${upgrade}.`
+    );
+  }
+}
+
+/** The VersionError for a message of another protocol (an integer that is not ours); null otherwise. */
+function otherProtocol(data: unknown): VersionError | null {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    return null;
+  }
+  const { protocol, package_version: release } = data as Record<
+    string,
+    unknown
+  >;
+  if (!Number.isInteger(protocol) || protocol === PROTOCOL) {
+    return null;
+  }
+  const named =
+    typeof release === 'string' && RELEASE.test(release) ? release : null;
+  return new VersionError(protocol as number, named);
+}
+
 /** snake_case keys, as the kernel sends them, to the camelCase of the interfaces above. */
 function camelize(value: unknown): unknown {
   if (Array.isArray(value)) {
@@ -202,8 +247,13 @@ export function parseSample(value: unknown, where = 'sample'): ISample {
   return camelize(value) as ISample;
 }
 
-/** Throws ProtocolError (what is wrong) for anything but a protocol 1 message from a kernel. */
+/** Throws ProtocolError (what is wrong) for anything but a protocol 1 message from a kernel: a
+ * VersionError for a message of another protocol. */
 export function parseMessage(data: unknown): KernelMessage {
+  const other = otherProtocol(data);
+  if (other !== null) {
+    throw other;
+  }
   const found = problem(COMM_SCHEMA, data, 'message');
   if (found !== null) {
     throw new ProtocolError(found);
@@ -217,8 +267,12 @@ export function parseMessage(data: unknown): KernelMessage {
   return message;
 }
 
-/** parseMessage, or null after one console warning: a bad message never breaks the sidebar. */
-export function receive(data: unknown): KernelMessage | null {
+/** parseMessage, or null after one console warning: a bad message never breaks the sidebar. A
+ * message of another protocol is also handed to `refused`, whose sentence the sidebar shows. */
+export function receive(
+  data: unknown,
+  refused?: (error: VersionError) => void
+): KernelMessage | null {
   try {
     return parseMessage(data);
   } catch (error) {
@@ -226,6 +280,9 @@ export function receive(data: unknown): KernelMessage | null {
       console.warn(
         `jupyter-gpumem: dropped a message from the kernel: ${error.message}`
       );
+      if (error instanceof VersionError) {
+        refused?.(error);
+      }
       return null;
     }
     throw error;
