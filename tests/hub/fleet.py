@@ -9,8 +9,10 @@ Each user's kind is ``kinds(...)``'s, the same list the tests and benchmarks/hub
 arguments: ``healthy``; ``hung`` (never answers); ``slow`` (answers after ``--slow-s``); ``404`` (jupyter-gpumem
 not installed); ``502`` (the proxy cannot reach it); ``malformed`` (``kernels`` not a list); ``huge`` (a body of
 8 MiB); ``absurd`` (a valid body with a size of 2**62 bytes and a kernel id with markup); ``stops`` (answers once,
-then hangs). ``GET /fleet/stats``:
-requests served so far, by kind.
+then hangs). Servers of other releases than this one answer with the body their release sends
+(tests/fixtures/releases/): ``older`` (0.1.0 as it shipped), ``first`` (the first body the API had), ``newer`` (an
+invented newer release of /api/gpumem/v1, with fields this one does not know), ``major2`` (an invented
+/api/gpumem/v2 body, which this hub cannot read). ``GET /fleet/stats``: requests served so far, by kind.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ from prometheus_client.core import GaugeMetricFamily
 from tornado import web
 
 API = Path(__file__).resolve().parents[1] / "fixtures" / "api" / "body.json"
-KINDS = ("hung", "slow", "404", "502", "malformed", "huge", "absurd", "stops")
+RELEASES = Path(__file__).resolve().parents[1] / "fixtures" / "releases"
+# A server of another release: the kind, and the folder of tests/fixtures/releases/ whose body it sends.
+RELEASE_KINDS = {"older": "0.1.0", "first": "0.1.0-first", "newer": "newer-minor", "major2": "newer-major"}
+KINDS = ("hung", "slow", "404", "502", "malformed", "huge", "absurd", "stops", *RELEASE_KINDS)
 GiB = 2**30
 MAX_PAGE = 200  # JupyterHub's api_page_max_limit: a list asked for without pagination stops there
 ADMIN_TOKEN = "gpumem-fleet-admin"
@@ -54,9 +59,11 @@ def parse_faults(text: str) -> dict[str, int]:
     return faults
 
 
-def body(index: int, now: float) -> dict[str, Any]:
-    """A valid /api/gpumem/v1 body: one kernel on one of its node's GPUs, its memory and idle time varied."""
-    data = json.loads(API.read_text())
+def body(index: int, now: float, release: str | None = None) -> dict[str, Any]:
+    """A valid /api/gpumem/v1 body: one kernel on one of its node's GPUs, its memory and idle time varied. With
+    ``release`` (a folder of tests/fixtures/releases/), that release's body, varied the same way in the fields it has
+    (none is added: a field its release did not send stays absent)."""
+    data = json.loads((API if release is None else RELEASES / release / "api" / "body.json").read_text())
     node = index // USERS_PER_NODE
     for gpu in data["gpus"]:
         gpu["uuid"] = f"GPU-node{node:04d}-{gpu['index']}"
@@ -67,8 +74,9 @@ def body(index: int, now: float) -> dict[str, Any]:
     gpu["budget_bytes"] = 2 * GiB
     gpu["over_budget"] = gpu["used_bytes"] > gpu["budget_bytes"]
     kernel["id"] = f"kernel-{index:05d}"
-    kernel["execution_state"] = "idle" if index % 3 else "busy"
-    kernel["last_activity"] = now - 60 * (index % 120)
+    if "execution_state" in kernel:
+        kernel["execution_state"] = "idle" if index % 3 else "busy"
+        kernel["last_activity"] = now - 60 * (index % 120)
     data["kernels"] = [kernel]
     data["t"] = now
     return data
@@ -195,7 +203,7 @@ class Server(web.RequestHandler):
             self.set_header("Content-Type", "text/plain; version=0.0.4")
             self.finish(metrics(index, time.time()))
             return
-        data = body(index, time.time())
+        data = body(index, time.time(), RELEASE_KINDS.get(kind))
         if kind == "malformed":
             data["kernels"] = {"not": "a list"}
         elif kind == "huge":
