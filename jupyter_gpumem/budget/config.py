@@ -26,7 +26,7 @@ from contextlib import suppress
 from copy import deepcopy
 from dataclasses import dataclass
 from difflib import get_close_matches
-from typing import Any
+from typing import Any, cast
 
 from traitlets import Bool, Float, Int, List, TraitType, Unicode, Union, default
 from traitlets.config import Application, Config, Configurable
@@ -60,6 +60,7 @@ FORMS = {
     "max_fraction": 'a number such as 0.5, or a string such as "0.5" or "50%"',
     "max_limit": 'a size string such as "20GiB", or a whole number of bytes such as 2e10',
     "privacy": '"aggregate", "names" or "list"',
+    "nvml_deadline_s": "a number of seconds, 0 or more, such as 1 or 0.5",
 }
 
 
@@ -205,6 +206,7 @@ class GpumemConfig(Configurable):
 
     nvml_deadline_s = _Number(
         DEADLINE_S,
+        min=0.0,
         help="Seconds a %gpumem command, a framework's import and the out-of-memory advice wait for the NVIDIA "
         "driver before they go on with the last figures it gave, saying since when it has not answered. The "
         "driver is read on a thread of its own, so a stalled driver never holds a cell longer than this. Default: "
@@ -217,6 +219,7 @@ class GpumemConfig(Configurable):
         self._refused_ceilings: dict[str, Any] = {}  # max_* -> a value of the wrong type, reported by ceiling()
         self._logged: set[str] = set()
         super().__init__(**kwargs)
+        self.nvml_deadline_s  # noqa: B018 - its default is read now, so a bad variable is in ``refused`` at load
 
     @default("fraction")
     def _fraction(self) -> str:
@@ -252,10 +255,18 @@ class GpumemConfig(Configurable):
 
     @default("nvml_deadline_s")
     def _nvml_deadline_s(self) -> float:
+        text = _env("nvml_deadline_s")
         try:
-            return max(0.0, float(_env("nvml_deadline_s") or DEADLINE_S))
+            value = float(text or DEADLINE_S)
         except ValueError:
+            value = -1.0
+        if not value >= 0:  # NaN too
+            self.refused["nvml_deadline_s"] = (
+                f"{environment_variable('nvml_deadline_s')}={text} was ignored: it takes {FORMS['nvml_deadline_s']}. "
+                f"Until it is corrected, {DEADLINE_S:g} s applies; the other settings apply."
+            )
             return DEADLINE_S
+        return value
 
     def _find_my_config(self, cfg: Config) -> Any:
         """This class's section of ``cfg`` less the values its traits refuse, each remembered in ``refused``.
@@ -502,8 +513,9 @@ def load_config(parent: Any) -> tuple[GpumemConfig, list[str]]:
 def _validated(owner: GpumemConfig, trait: TraitType[Any, Any], name: str, value: Any) -> Any:
     """A configured value as traitlets would set it, checked against its trait (None: not set).
     Raises whatever the value does on the way."""
-    assert isinstance(trait, Union)  # every setting is one
     resolved = _resolved(owner, trait, name, value)
+    if not isinstance(trait, Union):  # nvml_deadline_s: a plain number, never unset
+        return cast(Any, trait).validate(owner, resolved)
     return None if resolved is None else trait.validate(owner, resolved)
 
 
@@ -523,7 +535,8 @@ def _shown(value: Any) -> str:
 
 def _wrong_type(name: str, value: Any) -> str:
     variable = environment_variable(name)
-    instead = f"{variable}={_env(name)} from the environment applies" if _env(name) else f"{name} is not set"
+    unset = f"the default {DEADLINE_S:g} s applies" if name == "nvml_deadline_s" else f"{name} is not set"
+    instead = f"{variable}={_env(name)} from the environment applies" if _env(name) else unset
     return (
         f"c.GpumemConfig.{name} = {_shown(value)} in the IPython configuration was ignored: {name} takes "
         f"{FORMS[name]}. Until it is corrected, {instead}; the other settings apply."

@@ -74,11 +74,13 @@ class Plan:
     hidden: tuple[Device, ...] = ()  # the GPUs it may not touch
     lost: tuple[Device, ...] = ()  # GPUs lost when it was made (fell off the bus): no budget there
     no_gpu: str | None = None  # why there is no GPU to plan for (no driver, none visible)
+    # Made while the driver had never answered: no GPU could be checked, so none is hidden either.
+    unchecked: bool = False
 
     @property
     def cuda_visible_devices(self) -> str | None:
         """CUDA_VISIBLE_DEVICES by UUID (robust to enumeration order), or None to leave it alone."""
-        if self.policy.gpus is None:
+        if self.policy.gpus is None or self.unchecked:
             return None
         return ",".join(g.uuid for g in self.gpus) or "-1"
 
@@ -146,7 +148,7 @@ def make_plan(
     if snapshot.problem:
         return Plan(policy, no_gpu=snapshot.problem)
     if snapshot.stalled_since is not None and not snapshot.devices:
-        return Plan(policy, no_gpu=f"{stalled(snapshot)} Run %gpumem again once it answers.")
+        return Plan(policy, no_gpu=f"{stalled(snapshot)} Run %gpumem again once it answers.", unchecked=True)
     selected, hidden = _select(policy, snapshot.devices)
     lost = tuple(d for d in selected if d.lost)  # only where gpus= did not name it (_select refuses that)
     gpus = []

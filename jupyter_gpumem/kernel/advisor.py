@@ -82,6 +82,8 @@ def diagnose(report: OutOfMemory, reading: Reading, uuids: list[str], growth: bo
     device = _device(reading, report, uuids) if report.measurable else None
     split = reading.breakdowns.get(device.uuid or "") if device else None
     free = None
+    if (sentence := stalled(reading.snapshot)) is not None:  # the figures below, if any, are the driver's last
+        lines.append(f"  {sentence}")
     if device is None or device.total_bytes is None:
         lines.append(f"  GPU memory figures: {_unmeasured(report)}.")
         if report.free is not None:  # what the framework said when it failed, NVML's figures being out of reach
@@ -98,8 +100,6 @@ def diagnose(report: OutOfMemory, reading: Reading, uuids: list[str], growth: bo
         if allocator is not None:
             figures += f"; {framework} tensors use {format_mib(allocator.in_use)} (peak {format_mib(allocator.peak)})"
         lines.append(figures + ".")
-        if (sentence := stalled(reading.snapshot)) is not None:
-            lines.append(f"  {sentence}")
         free = device.free_bytes
         if budget is not None and own is not None:
             free = max(0, min(free if free is not None else budget, budget - own))

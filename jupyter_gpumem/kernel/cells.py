@@ -18,6 +18,7 @@ from typing import Any
 
 from jupyter_gpumem.budget.frameworks import Allocator, label
 from jupyter_gpumem.frameworks import Adapter
+from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.kernel.control import Controller
 from jupyter_gpumem.render import html
 from jupyter_gpumem.render.cells import Cell, first_line, span, tables
@@ -130,4 +131,4 @@ def report(recorder: Recorder, control: Controller, interval_s: float, shown: in
     reading = control.read(control.snapshot())
     gpus = [(d.uuid, f"GPU {d.index} {d.name or ''}".rstrip()) for d in reading.snapshot.devices if d.uuid]
     found = tables(cells[hidden:], gpus, control.framework_uuids(reading))
-    return html.cells(found, interval_s, hidden)
+    return html.cells(found, interval_s, hidden, stalled(reading.snapshot))

@@ -135,6 +135,13 @@ class Controller:
         self._record(state)
         return messages.forgotten(forgotten, state)
 
+    def recheck(self, snapshot: Snapshot) -> None:
+        """A policy recorded while the driver had never answered is planned on the GPUs once it has (the main
+        thread: %gpumem status); one already applied stays as it is until the user asks again."""
+        state = self.state
+        if state.plan is not None and state.plan.unchecked and not state.applied and snapshot.stalled_since is None:
+            self._record(self._decide(state.policy, snapshot))
+
     def close(self) -> None:
         """Stop watching imports (the extension is unloaded, or a test is done with this Controller)."""
         self._imports.stop()

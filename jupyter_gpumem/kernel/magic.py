@@ -113,6 +113,7 @@ class GpumemMagics(Magics):
             print(HELP)
         elif command == "status" and len(words) <= 1:
             snapshot = control.snapshot(cpu_window_s=STATUS_CPU_WINDOW_S)
+            control.recheck(snapshot)
             reading = control.read(snapshot)
             lines = control.status_lines(reading) if not snapshot.problem or control.has_policy else []
             text = "\n".join([render(snapshot, reading), *lines])

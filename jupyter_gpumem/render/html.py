@@ -131,10 +131,12 @@ def lines(text_lines: list[str], kind: str = "jp-GpuMem-messages") -> Rich:
     return Rich("\n".join(text_lines), render("lines.html.j2", lines=text_lines, kind=kind))
 
 
-def cells(found: list[cells_words.Table], interval_s: float, hidden: int) -> Rich:
-    """`%gpumem cells`: a table per GPU, with render/cells.py's text beside it."""
+def cells(found: list[cells_words.Table], interval_s: float, hidden: int, stalled: str | None = None) -> Rich:
+    """`%gpumem cells`: a table per GPU, with render/cells.py's text beside it; ``stalled``: the driver has not
+    answered (reader.stalled's sentence), said first."""
+    text = cells_words.text(found, interval_s, hidden)
     return Rich(
-        cells_words.text(found, interval_s, hidden),
+        f"{stalled}\n{text}" if stalled else text,
         render("cells.html.j2", tables=found, notes=cells_words.footer(found, interval_s, hidden) if found else [],
-               empty=cells_words.EMPTY),
+               empty=cells_words.EMPTY, stalled=stalled),
     )  # fmt: skip

@@ -140,6 +140,15 @@ def test_loading_on_a_driver_stalled_from_the_start_does_not_wait_and_a_policy_h
     status = kernel.run("%gpumem status").stdout
     assert f"{SENTENCE} " in status and NO_FIGURES in status
 
+    # The driver answers: the recorded policy is planned on its GPUs by the next status, without asking again.
+    standin.write_scenario(kernel.scenario, kernel.scenario.read_text().replace("driver stall=1", ""))
+    deadline = time.monotonic() + 10
+    while SENTENCE in (status := kernel.run("%gpumem status").stdout) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert SENTENCE not in status and NO_FIGURES not in status
+    assert "recorded and waiting for the framework's import" in status and "budget of" in status, status
+    assert kernel.run(GPU_ENVIRONMENT).stdout != "{}\n"  # gpus=0 now names GPU 0 by its UUID
+
 
 def test_a_configured_default_loads_within_the_deadline_on_a_stalled_driver(kernel_with):
     kernel = kernel_with("own_process_stalled", env={"JUPYTER_GPUMEM_FRACTION": "0.4"})
