@@ -27,7 +27,8 @@ export type State =
   | 'missing' // the kernel cannot import jupyter_gpumem
   | 'unsupported' // not a Python kernel
   | 'unreachable' // the request to start the stream failed
-  | 'failed' // the kernel answered the request with an error, or speaks another protocol
+  | 'failed' // the kernel answered the request with an error
+  | 'incompatible' // the kernel runs a release of another major version (`refused` says which)
   | 'dead';
 
 /** States in which the figures on show are the old kernel's (or an old stream's): views dim them. */
@@ -43,8 +44,7 @@ export class Channel implements IDisposable {
   readonly history: History;
   state: State = 'idle';
   /** What format.ts's channelLine needs besides the state: the kernel's language (unsupported),
-   * the error (unreachable, failed: for a kernel of another protocol, the sentence saying which
-   * releases meet and what to upgrade), the seconds without figures (stalled). */
+   * the error (unreachable, failed), the seconds without figures (stalled). */
   detail = '';
   /** The GPU the views show for this kernel (history.ts's gpuKey); null: not chosen yet. */
   gpu: string | null = null;
@@ -56,7 +56,8 @@ export class Channel implements IDisposable {
   private _noticed = new Signal<this, INotice>(this);
   private _notice: INotice | null = null;
   private _disposed = false;
-  private _refused: VersionError | null = null;
+  /** Incompatible: the protocol and release of the kernel (format.ts's incompatibleLine words them). */
+  refused: VersionError | null = null;
 
   constructor(
     readonly kernel: Kernel.IKernelConnection,
@@ -139,7 +140,7 @@ export class Channel implements IDisposable {
     if (message === null) {
       return;
     }
-    this._refused = null;
+    this.refused = null;
     this._lastSampleAt = performance.now();
     if (message.type === 'hello') {
       this._settings = {
@@ -197,15 +198,16 @@ export class Channel implements IDisposable {
    * meet and what to upgrade, as it says what to install where jupyter_gpumem is missing. The hello
    * names the kernel's release and the samples after it do not: the sentence that names it stays. */
   private _refuse = (error: VersionError): void => {
-    const said = this._refused;
+    const said = this.refused;
     if (
       said === null ||
       said.protocol !== error.protocol ||
       error.packageVersion !== null
     ) {
-      this._refused = error;
+      this.refused = error;
     }
-    this._set('failed', this._refused!.message);
+    const { protocol, packageVersion } = this.refused!;
+    this._set('incompatible', `${protocol} ${packageVersion ?? ''}`);
   };
 
   private _replied(content: KernelMessage.IExecuteReplyMsg['content']): void {

@@ -10,7 +10,8 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 
 import type { State } from './channel';
 import { IKernelRow, holding } from './kernelrows';
-import { IGpu, IProcess, ISample, OverheadSource } from './protocol';
+import { IGpu, IProcess, ISample, OverheadSource, PROTOCOL } from './protocol';
+import { PACKAGE_VERSION } from './schema';
 
 /** The part of a translation bundle the text needs. */
 export type Trans = Pick<TranslationBundle, '__'>;
@@ -73,7 +74,8 @@ export function simulatedBanner(scenario: string | null, trans: Trans): string {
 export function channelLine(
   state: State,
   detail: string,
-  trans: Trans
+  trans: Trans,
+  refused: { protocol: number; packageVersion: string | null } | null = null
 ): string {
   switch (state) {
     case 'idle':
@@ -106,7 +108,37 @@ export function channelLine(
       );
     case 'dead':
       return trans.__('The kernel has died; restart it to see its GPU memory.');
+    case 'incompatible':
+      return refused ? incompatibleLine(refused, trans) : '';
   }
+}
+
+/**
+ * A kernel of another major release (protocol.ts's VersionError): "This kernel's jupyter-gpumem 1.0.0 speaks
+ * protocol 2; this JupyterLab extension (jupyter-gpumem 0.2.0) reads protocol 1: upgrade jupyter-gpumem where
+ * JupyterLab runs, then reload this page." The older side is the one to upgrade.
+ */
+export function incompatibleLine(
+  refused: { protocol: number; packageVersion: string | null },
+  trans: Trans
+): string {
+  const theirs =
+    refused.packageVersion === null ? '' : ` ${refused.packageVersion}`;
+  return refused.protocol > PROTOCOL
+    ? trans.__(
+        "This kernel's jupyter-gpumem%1 speaks protocol %2; this JupyterLab extension (jupyter-gpumem %3) reads protocol %4: upgrade jupyter-gpumem where JupyterLab runs, then reload this page.",
+        theirs,
+        refused.protocol,
+        PACKAGE_VERSION,
+        PROTOCOL
+      )
+    : trans.__(
+        "This kernel's jupyter-gpumem%1 speaks protocol %2; this JupyterLab extension (jupyter-gpumem %3) reads protocol %4: upgrade jupyter-gpumem in this kernel's environment (%pip install -U jupyter-gpumem), then restart the kernel.",
+        theirs,
+        refused.protocol,
+        PACKAGE_VERSION,
+        PROTOCOL
+      );
 }
 
 /** "GPU 0: NVIDIA A100-SXM4-40GB", an entry of the GPU choice; "GPU 1: lost". */

@@ -157,7 +157,9 @@ export class GpuMemPanel extends SidePanel {
     const stale = channel !== null && STALE.includes(channel.state);
     setLine(
       n.status,
-      channel ? channelLine(channel.state, channel.detail, trans) : null
+      channel
+        ? channelLine(channel.state, channel.detail, trans, channel.refused)
+        : null
     );
     n.pip.hidden = channel?.state !== 'missing';
     this._view.renderTop(latest);

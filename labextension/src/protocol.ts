@@ -185,22 +185,18 @@ const RELEASE = /^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,39}$/;
 
 /**
  * A message of another protocol than this extension's: its kernel runs a release of another major
- * version. The message is the one sentence the sidebar shows: both releases, and what to upgrade.
- * `packageVersion`: the kernel's release where the message says it (a hello does; a sample does not).
+ * version; format.ts's incompatibleLine is the one sentence the sidebar shows (both releases, what to
+ * upgrade). `packageVersion`: the kernel's release where the message says it (a hello does; a sample does not).
  */
 export class VersionError extends ProtocolError {
   constructor(
     readonly protocol: number,
     readonly packageVersion: string | null
   ) {
-    const theirs = packageVersion === null ? '' : ` ${packageVersion}`;
-    const upgrade =
-      protocol > PROTOCOL
-        ? 'upgrade jupyter-gpumem where JupyterLab runs, then reload this page'
-        : "upgrade jupyter-gpumem in this kernel's environment (%pip install -U jupyter-gpumem), then restart the kernel";
+    // For the console; the sidebar words it (format.ts's incompatibleLine).
     super(
-      `This kernel's jupyter-gpumem${theirs} speaks protocol ${protocol}; this JupyterLab extension ` +
-        `(jupyter-gpumem ${PACKAGE_VERSION}) reads protocol ${PROTOCOL}: ${upgrade}.`
+      `message.protocol is ${protocol} (jupyter-gpumem ${packageVersion ?? 'release not named'}); ` +
+        `this extension (jupyter-gpumem ${PACKAGE_VERSION}) reads protocol ${PROTOCOL}`
     );
   }
 }

@@ -122,7 +122,7 @@ test('every malformed fixture is dropped with exactly one console warning', () =
   // said as such (tests/ts/releases.test.ts), not as a wrong field.
   assert.match(
     warnings.join('\n'),
-    /This kernel's jupyter-gpumem speaks protocol 2; this JupyterLab extension \(jupyter-gpumem \S+\) reads protocol 1: /
+    /message\.protocol is 2 \(jupyter-gpumem release not named\); this extension \(jupyter-gpumem \S+\) reads protocol 1$/m
   );
   assert.match(warnings.join('\n'), /message\.protocol is missing$/m);
   assert.match(

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { Channel } from '../../labextension/src/channel';
+import { channelLine, incompatibleLine } from '../../labextension/src/format';
 import {
   IHello,
   ISample,
@@ -21,6 +22,7 @@ import {
 } from '../../labextension/src/protocol';
 import { COMM_SCHEMA, PACKAGE_VERSION } from '../../labextension/src/schema';
 import { problem } from '../../labextension/src/validate';
+import { trans } from './fixtures';
 
 type Json = Record<string, unknown>;
 
@@ -173,17 +175,16 @@ test('a kernel of protocol 2 is refused with one sentence naming both releases a
     assert.throws(
       () => parseMessage(data),
       (error: unknown) =>
-        error instanceof VersionError && error.message === sentence(theirs)
+        error instanceof VersionError &&
+        error.protocol === 2 &&
+        incompatibleLine(error, trans) === sentence(theirs)
     );
   }
-  assert.throws(
-    () => parseMessage({ ...hello, protocol: 0, package_version: '0.0.1' }),
-    {
-      message:
-        "This kernel's jupyter-gpumem 0.0.1 speaks protocol 0; this JupyterLab extension " +
-        `(jupyter-gpumem ${VERSION}) reads protocol 1: upgrade jupyter-gpumem in this kernel's ` +
-        'environment (%pip install -U jupyter-gpumem), then restart the kernel.'
-    }
+  assert.equal(
+    incompatibleLine({ protocol: 0, packageVersion: '0.0.1' }, trans),
+    "This kernel's jupyter-gpumem 0.0.1 speaks protocol 0; this JupyterLab extension " +
+      `(jupyter-gpumem ${VERSION}) reads protocol 1: upgrade jupyter-gpumem in this kernel's ` +
+      'environment (%pip install -U jupyter-gpumem), then restart the kernel.'
   );
   const refused: string[] = [];
   const warnings: string[] = [];
@@ -191,7 +192,7 @@ test('a kernel of protocol 2 is refused with one sentence naming both releases a
   console.warn = (text: string) => warnings.push(text);
   try {
     assert.equal(
-      receive(hello, error => refused.push(error.message)),
+      receive(hello, error => refused.push(incompatibleLine(error, trans))),
       null
     );
     assert.equal(receive(hello), null); // without a listener: a warning only
@@ -227,15 +228,17 @@ test('the sidebar says what to upgrade for a kernel of protocol 2, and streams a
     const [[, hello], [, sample]] = messages(NEWER_MAJOR).sort((a, b) =>
       a[0].localeCompare(b[0])
     );
+    const line = () =>
+      channelLine(channel.state, channel.detail, trans, channel.refused);
     channel.receive(hello);
-    assert.equal(channel.state, 'failed');
+    assert.equal(channel.state, 'incompatible');
     assert.match(
-      channel.detail,
+      line(),
       /^This kernel's jupyter-gpumem 1\.0\.0 speaks protocol 2; .* upgrade jupyter-gpumem where JupyterLab runs, then reload this page\.$/
     );
-    const said = channel.detail;
+    const said = line();
     channel.receive(sample); // names no release: the hello's sentence stays
-    assert.deepEqual([channel.state, channel.detail], ['failed', said]);
+    assert.deepEqual([channel.state, line()], ['incompatible', said]);
     const latest = () => channel.history.latest; // read anew: no narrowing
     assert.equal(latest(), null);
     // The kernel is replaced by one of release 0.1.0 (its environment downgraded, or another kernel).
