@@ -14,8 +14,10 @@ from hub_fixtures import Fleet, running_fleet, running_service
 from playwright.sync_api import Browser, Page, sync_playwright
 from server_fixtures import free_port
 
+from jupyter_gpumem._version import __version__
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
-from labserver import launch_chromium
+from labserver import ARTIFACTS, launch_chromium
 
 pytestmark = pytest.mark.browser
 USERS = 250
@@ -57,12 +59,25 @@ def test_the_summary_comes_first_and_fits_on_one_screen(
 ) -> None:
     page = open_page(browser, fleet, dark)
     titles = page.locator("#summary h2").all_text_contents()
-    assert titles == ["GPUs", "Kernels over budget", "Idle kernels holding memory", "Users by memory held"]
+    assert titles == [
+        "GPUs",
+        "Kernels over budget",
+        "Idle kernels holding memory",
+        "Users by memory held",
+        "Servers by release",
+    ]
+    answering = page.locator("#summary .card").nth(0).locator("li").first.inner_text()
+    releases = page.locator("#summary .card").nth(4).locator("li").all_inner_texts()
+    # Every server of this fleet runs this release: all those read are counted under it.
+    assert answering.startswith("answering servers\n") and int(answering.split("\n")[1]) > 0
+    assert releases == [f"{__version__}\n{answering.split(chr(10))[1]}"], (releases, answering)
     assert page.evaluate("() => document.getElementById('summary').getBoundingClientRect().bottom") < 900
     assert page.locator("#summary .big").nth(3).text_content() == f"{USERS} users"
     background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
     assert (background == "rgb(17, 17, 17)") == dark, background
     page.screenshot(path=str(tmp_path / f"page-{'dark' if dark else 'light'}.png"))
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#summary").screenshot(path=ARTIFACTS / f"hub-summary-{'dark' if dark else 'light'}.png")
     page.context.close()
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from protocol_fixtures import lost_sample, no_driver_sample, s1_sample
 
+from jupyter_gpumem._version import __version__
 from jupyter_gpumem.kernel import protocol
 from jupyter_gpumem.units import MiB
 
@@ -69,7 +70,17 @@ def test_every_malformed_fixture_is_refused_with_a_reason(path):
         ({"interval_s": 0.1}, "message.interval_s must be bigger than or equal to 0.2"),
         ({"history_s": "1800"}, "message.history_s must be number"),
         ({"type": "hello"}, "message.type must be same as const definition: configure"),
-        ({"protocol": 2}, "message.protocol must be same as const definition: 1"),
+        ({"protocol": "1"}, "message.protocol must be same as const definition: 1"),
+        (
+            {"protocol": 2},
+            f"message.protocol is 2: the sidebar speaks protocol 2; this kernel's jupyter-gpumem {__version__} reads "
+            "protocol 1: upgrade jupyter-gpumem where this kernel runs (%pip install -U jupyter-gpumem)",
+        ),
+        (
+            {"protocol": 0},
+            f"message.protocol is 0: the sidebar speaks protocol 0; this kernel's jupyter-gpumem {__version__} reads "
+            "protocol 1: upgrade jupyter-gpumem where JupyterLab runs",
+        ),
     ],
 )
 def test_a_configure_the_schema_does_not_admit_is_refused_saying_where(change, reason):
