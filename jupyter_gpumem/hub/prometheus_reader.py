@@ -54,10 +54,15 @@ GPU_QUERIES = {
     "gpu_lost": f"max by (gpu_uuid, gpu_index) (jupyter_gpumem_gpu_lost{HUB})",
     "gpu_name": f"max by (gpu_uuid, gpu_index, name) (jupyter_gpumem_gpu_info{HUB})",
 }
-QUERIES = {**KERNEL_QUERIES, **GPU_QUERIES}
+# Per server: since when its NVIDIA driver has not answered (its last answer), only where it does not now.
+SERVER_QUERIES = {
+    "stalled_since": f"(jupyter_gpumem_read_timestamp_seconds{HUB} - jupyter_gpumem_reading_age_seconds{HUB}) "
+    f"unless on (instance, user, server) (jupyter_gpumem_driver_answering{HUB} == 1)",
+}
+QUERIES = {**KERNEL_QUERIES, **GPU_QUERIES, **SERVER_QUERIES}
 KIND = {"used": "bytes", "budget": "bytes", "ceiling_bytes": "bytes", "gpu_total": "bytes", "gpu_used": "bytes",
         "over": "flag", "reporting": "flag", "up": "flag", "gpu_lost": "flag", "limit": "flag", "gpu_name": "flag",
-        "ceiling_ratio": "ratio"}  # fmt: skip
+        "ceiling_ratio": "ratio", "stalled_since": "time"}  # fmt: skip
 # JupyterHub's user and server names: printable, bounded (the page sets them as text, never as markup).
 MAX_NAME = 255
 MAX_SERVERS = 100_000  # the page and the summary stay bounded whatever Prometheus holds
@@ -68,6 +73,7 @@ _WHAT = {
     "bytes": "not a whole number of bytes a GPU can hold",
     "flag": "neither 0 nor 1",
     "ratio": "not a share from 0 to 1",
+    "time": "not a time",
 }
 
 
@@ -112,6 +118,8 @@ def _value(kind: str, name: str, text: object) -> float:
         plausible = value in (0.0, 1.0)
     elif kind == "ratio":
         plausible = plausible and value <= 1
+    elif kind == "time":
+        plausible = plausible and value <= time.time() + 86400  # a clock a day ahead is no clock
     if not plausible:
         raise Invalid(f"its {name} sample is {_WHAT[kind]}")
     return value
@@ -181,6 +189,16 @@ def rows_of_answers(answers: dict[str, list[tuple[dict[str, str], object]]]) -> 
                 _add(kernels, query, labels, _value(KIND[query], query, text))
             except Invalid as error:
                 servers[key] = f"its figures in Prometheus are not valid: {error}"
+    stalled: dict[tuple[str, str], float] = {}
+    for labels, text in answers.get("stalled_since", []):
+        try:
+            key = (_name(labels, "user", False), _name(labels, "server", True))
+        except Invalid:
+            continue
+        try:
+            stalled[key] = _value("time", "stalled_since", text)
+        except Invalid as error:
+            servers[key] = f"its figures in Prometheus are not valid: {error}"
     rows: list[Row] = []
     for (user, server), kernels in servers.items():
         if isinstance(kernels, str):
@@ -188,7 +206,8 @@ def rows_of_answers(answers: dict[str, list[tuple[dict[str, str], object]]]) -> 
         elif len(kernels) > MAX_KERNELS:
             rows.append(unreadable(user, server, f"Prometheus lists {len(kernels)} kernels (at most {MAX_KERNELS})"))
         else:
-            rows.extend(_rows(user, server, kernels))
+            since = stalled.get((user, server))
+            rows.extend(replace(r, driver_stalled_since=since) for r in _rows(user, server, kernels))
     rows.sort(key=lambda r: (r.user, r.server, r.kernel_id or "", r.gpu_index or 0))
     return rows, _gpus(answers), scraped, failed
 

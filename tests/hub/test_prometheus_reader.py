@@ -233,3 +233,25 @@ def test_the_metrics_and_the_json_are_built_once_per_poll_never_per_request(monk
     finally:
         hub_loop.call_soon_threadsafe(hub_loop.stop)
         thread.join(10)
+
+
+def test_a_server_whose_driver_does_not_answer_has_its_rows_say_since_when() -> None:
+    since = time.time() - 90
+    series = merged(
+        kernel("alice", "k-alice", str(3 * GiB)),
+        kernel("bob", "k-bob", str(GiB)),
+        kernel("mallory", "k-mallory", str(GiB)),
+        {"stalled_since": [({"user": "bob", "instance": "proxy:8000"}, str(since))]},
+        {"stalled_since": [({"user": "mallory", "instance": "proxy:8000"}, "1e300")]},
+    )
+
+    async def check(reader: PrometheusReader, _: Stand) -> None:
+        await reader.read()
+        rows = {r.user: r for r in reader.rows}
+        assert rows["alice"].driver_stalled_since is None and rows["alice"].problem is None
+        assert rows["bob"].driver_stalled_since == pytest.approx(since) and rows["bob"].used_bytes == GiB
+        assert (
+            rows["mallory"].problem == "its figures in Prometheus are not valid: its stalled_since sample is not a time"
+        )
+
+    reading(series, check)
