@@ -178,8 +178,8 @@ def _seconds(name: str, value: object, bounds: tuple[float, float]) -> float:
 def parse_request(data: object) -> Configure:
     """A message from the sidebar. Raises ProtocolError (what is wrong) for anything but a protocol 1
     ``configure`` (the schema's ``$defs/configure``)."""
-    theirs = data.get("protocol") if isinstance(data, dict) else None
-    if isinstance(theirs, int) and not isinstance(theirs, bool) and theirs != PROTOCOL:
+    theirs = CONFIGURE.other_version(data)
+    if theirs is not None:
         side = "this kernel runs (%pip install -U jupyter-gpumem)" if theirs > PROTOCOL else "JupyterLab runs"
         raise ProtocolError(
             f"message.protocol is {theirs}: the sidebar speaks protocol {theirs}; this kernel's jupyter-gpumem "
