@@ -8,8 +8,8 @@ gave, marked ``stalled_since`` (the time of that answer), and goes on. A stalled
 more: callers that come meanwhile only raise the number of the reading they wait for.
 
 Readings are numbered. A caller that asks waits for the first reading that starts after it asked; ``next()``
-(the sampler's call) first takes any reading finished since the one it had, so a reading the driver gave late
-is never lost, and the figures a late answer gave are stamped with the time they arrived.
+(the sampler's call) first takes the oldest reading finished since the one it had, so a reading the driver gave
+late is never lost, and the figures a late answer gave are stamped with the time they arrived.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -25,6 +26,8 @@ from jupyter_gpumem.units import format_duration
 
 # How long a caller on the kernel's main thread waits for the driver by default (GpumemConfig.nvml_deadline_s).
 DEADLINE_S = 1.0
+# Readings next() can still deliver after they were made: more than a stall leaves (its late answer, the one after).
+RECENT = 8
 
 
 class Reader:
@@ -38,8 +41,11 @@ class Reader:
         self._changed = threading.Condition()
         self._asked = 0  # the number of the newest reading asked for
         self._done = 0  # the number of the last reading made (0: none yet)
+        self.readings = 0  # how many readings the driver has completed: for benchmarks/soak.py and tests
         self._window_s = 0.0  # the longest CPU% window asked of the next reading
         self._last: Snapshot | None = None  # the last reading the driver gave
+        # The last readings made, by number, for next(): a bounded few (readings are not queued during a stall).
+        self._recent: deque[tuple[int, Snapshot]] = deque(maxlen=RECENT)
         self._since: float | None = None  # when the reading in flight began (None: none in flight)
         self._first_asked: float | None = None  # when the first reading was asked for
         self._late = False  # a caller was given stale figures while the reading in flight ran
@@ -58,11 +64,13 @@ class Reader:
             return self._wait(wanted, deadline_s)
 
     def next(self, after: int, deadline_s: float) -> tuple[int, Snapshot]:
-        """The sampler's call: a reading made since reading number ``after`` if there is one (a late answer is
-        delivered, not dropped), else a new one as ``fresh``; and the number of the reading returned."""
+        """The sampler's call: the oldest reading made since reading number ``after`` if there is one (a late answer
+        is delivered, then the one made right after it, one a call: none is dropped), else a new one as ``fresh``;
+        and the number of the reading returned."""
         with self._changed:
-            if self._done > after and self._last is not None:
-                return self._done, self._last
+            waiting = [(number, snapshot) for number, snapshot in self._recent if number > after]
+            if waiting:
+                return waiting[0]
             wanted = self._ask(0.0)
             snapshot = self._wait(wanted, deadline_s)
             return (after if snapshot.stalled_since is not None else self._done), snapshot
@@ -83,6 +91,7 @@ class Reader:
             self._first_asked = time.time()
         if self._pid != os.getpid():  # a forked child: the parent's thread is not in this process
             self._pid, self._thread, self._since, self._done, self._asked = os.getpid(), None, None, 0, 0
+            self._recent.clear()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
             self._thread.start()
@@ -133,6 +142,8 @@ class Reader:
                 if self._late:  # its figures are as of when they arrived, after the stale ones given meanwhile
                     snapshot = replace(snapshot, taken_at=time.time())
                 self._last, self._done = snapshot, number
+                self._recent.append((number, snapshot))
+                self.readings += 1
                 self._changed.notify_all()
 
 

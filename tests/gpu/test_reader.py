@@ -195,6 +195,25 @@ def test_a_reading_the_driver_gives_late_is_delivered_once_and_is_not_older_than
     assert again_number == late_number and again.stalled_since == late.taken_at
 
 
+def test_the_late_answer_and_the_reading_queued_behind_it_both_reach_the_sampler_in_order(driver, reader):
+    got, _ = reader.next(0, 1.0)
+    driver.stall()
+    assert reader.next(got, 0.1)[0] == got  # stalled: a reading is in flight
+    reader.fresh(0.05)  # the status asks meanwhile: one more reading queued behind the one in flight
+    driver.used_mib = 2000
+    driver.answer()  # both are made before the sampler's next tick
+    wait_until(lambda: reader.readings >= 3 and reader.waiting_since is None)
+    made = reader.readings
+
+    first_number, first = reader.next(got, 0.0)
+    second_number, second = reader.next(first_number, 0.0)
+
+    assert reader.readings == made  # both were readings already made: neither was dropped for a new one
+    assert got < first_number < second_number
+    assert first.stalled_since is None and second.stalled_since is None
+    assert first.taken_at <= second.taken_at  # oldest first: the chart's time runs forward
+
+
 def test_the_driver_coming_back_is_picked_up_by_itself(driver, reader):
     reader.fresh(1.0)
     driver.stall()
