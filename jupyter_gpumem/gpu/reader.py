@@ -68,12 +68,12 @@ class Reader:
         is delivered, then the one made right after it, one a call: none is dropped), else a new one as ``fresh``;
         and the number of the reading returned."""
         with self._changed:
-            waiting = [(number, snapshot) for number, snapshot in self._recent if number > after]
-            if waiting:
-                return waiting[0]
-            wanted = self._ask(0.0)
-            snapshot = self._wait(wanted, deadline_s)
-            return (after if snapshot.stalled_since is not None else self._done), snapshot
+            if (made := self._oldest_after(after)) is not None:
+                return made
+            snapshot = self._wait(self._ask(0.0), deadline_s)
+            # While it waited, a late answer may have come in before the reading it waited for: that one first.
+            made = self._oldest_after(after)
+            return made if made is not None else (after, snapshot)
 
     def last(self) -> Snapshot | None:
         """The last reading the driver gave, without asking for another (None before the first)."""
@@ -100,6 +100,9 @@ class Reader:
         self._window_s = max(self._window_s, cpu_window_s)
         self._changed.notify_all()
         return self._asked
+
+    def _oldest_after(self, after: int) -> tuple[int, Snapshot] | None:
+        return next(((number, made) for number, made in self._recent if number > after), None)
 
     def _wait(self, wanted: int, deadline_s: float) -> Snapshot:
         end = time.monotonic() + deadline_s

@@ -214,6 +214,22 @@ def test_the_late_answer_and_the_reading_queued_behind_it_both_reach_the_sampler
     assert first.taken_at <= second.taken_at  # oldest first: the chart's time runs forward
 
 
+def test_a_late_answer_that_arrives_while_the_sampler_waits_is_not_skipped_for_the_reading_behind_it(driver, reader):
+    got, _ = reader.next(0, 1.0)
+    driver.stall()
+    assert reader.next(got, 0.1)[0] == got
+    reader.fresh(0.05)  # a reading queued behind the one in flight
+    threading.Timer(0.3, driver.answer).start()  # both are made while the sampler's next call waits
+
+    first_number, first = reader.next(got, 5.0)
+    wait_until(lambda: reader.waiting_since is None and reader.readings >= 3)
+    made = reader.readings
+    second_number, second = reader.next(first_number, 0.0)
+
+    assert reader.readings == made and got < first_number < second_number
+    assert first.stalled_since is None and second.stalled_since is None and first.taken_at <= second.taken_at
+
+
 def test_the_driver_coming_back_is_picked_up_by_itself(driver, reader):
     reader.fresh(1.0)
     driver.stall()
