@@ -1,4 +1,4 @@
-// Writes labextension/src/schema.ts: the comm protocol's JSON Schema (jupyter_gpumem/wire/schemas/comm.v1.json)
+// Writes labextension/src/wire/schema.ts: the comm protocol's JSON Schema (jupyter_gpumem/wire/schemas/comm.v1.json)
 // without its documentation, which protocol.ts checks every kernel message against (validate.ts), and this
 // release's version (package.json), which the sidebar names when it refuses a kernel of another protocol. Run by
 // `jlpm build:schema`; `--print` writes it to stdout instead, which tests/ts/schema.test.ts compares with
@@ -9,14 +9,8 @@ import { fileURLToPath } from 'node:url';
 import * as prettier from 'prettier';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const SOURCE = join(
-  ROOT,
-  'jupyter_gpumem',
-  'wire',
-  'schemas',
-  'comm.v1.json'
-);
-const TARGET = join(ROOT, 'labextension', 'src', 'schema.ts');
+const SOURCE = join(ROOT, 'jupyter_gpumem', 'wire', 'schemas', 'comm.v1.json');
+const TARGET = join(ROOT, 'labextension', 'src', 'wire', 'schema.ts');
 const PACKAGE = join(ROOT, 'package.json');
 // Words for people: the browser needs none of them (they would add 14 KB to the inline view's bundle).
 const DOCUMENTATION = new Set(['$schema', 'title', 'description']);

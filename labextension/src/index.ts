@@ -20,12 +20,12 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 
-import { IKernelFollower, KernelFollower } from './follower';
-import { panelTitle, uiText } from './format';
-import { GpuMemPanel } from './panel';
-import { readSettings } from './protocol';
-import { IServerKernels, ServerKernels } from './serverkernels';
-import { GpuMemStatus } from './statusbar';
+import { IKernelFollower, KernelFollower } from './model/follower';
+import { panelTitle, uiText } from './format/panel';
+import { GpuMemPanel } from './widgets/panel';
+import { readSettings } from './wire/protocol';
+import { IServerKernels, ServerKernels } from './model/serverkernels';
+import { GpuMemStatus } from './widgets/statusbar';
 
 const PLUGIN_ID = 'jupyter-gpumem:plugin';
 const COMMAND = 'jupyter-gpumem:open';

@@ -20,8 +20,8 @@ import {
   toLocal,
   xRange,
   yScale
-} from '../../labextension/src/figure';
-import { ISeries } from '../../labextension/src/history';
+} from '../../labextension/src/widgets/figure';
+import { ISeries } from '../../labextension/src/model/history';
 import { strfmt } from './fixtures';
 
 const MiB = 1024 ** 2;

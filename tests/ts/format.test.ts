@@ -1,45 +1,50 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
+import { channelLine } from '../../labextension/src/format/channel';
+import {
+  chartLabels,
+  chartName,
+  chartWords,
+  markTitle,
+  pausedOn,
+  totalAbove
+} from '../../labextension/src/format/chart';
+import { clock, formatBytes } from '../../labextension/src/format/number';
 import {
   breakdown,
   budgetNote,
-  channelLine,
-  chartLabels,
-  chartWords,
-  chartName,
-  clock,
-  columnTitle,
   deviceLine,
-  formatBytes,
   gpuOption,
   headline,
   limitLines,
-  markTitle,
-  pausedOn,
   noNotebook,
   notebookLabel,
   overLine,
   ownLine,
   panelTitle,
   policyLine,
-  printable,
-  processCells,
-  othersNote,
-  processNote,
   simulatedBanner,
-  statusText,
-  statusTooltip,
-  totalAbove,
   uiText
-} from '../../labextension/src/format';
+} from '../../labextension/src/format/panel';
+import { printable } from '../../labextension/src/format/printable';
+import {
+  statusText,
+  statusTooltip
+} from '../../labextension/src/format/statusbar';
+import {
+  columnTitle,
+  othersNote,
+  processCells,
+  processNote
+} from '../../labextension/src/format/table';
 import {
   IGpu,
   IProcess,
   ISampleMessage,
   PolicyState,
   parseMessage
-} from '../../labextension/src/protocol';
+} from '../../labextension/src/wire/protocol';
 import { bracketed, fixture, trans } from './fixtures';
 
 const MiB = 1024 ** 2;

@@ -7,14 +7,19 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import {
-  othersNote,
-  processCells,
-  processNote,
   simulatedBanner,
   viewLines
-} from '../../labextension/src/format';
-import { gpuKey } from '../../labextension/src/history';
-import { ISampleMessage, parseMessage } from '../../labextension/src/protocol';
+} from '../../labextension/src/format/panel';
+import {
+  othersNote,
+  processCells,
+  processNote
+} from '../../labextension/src/format/table';
+import { gpuKey } from '../../labextension/src/model/history';
+import {
+  ISampleMessage,
+  parseMessage
+} from '../../labextension/src/wire/protocol';
 import { trans } from './fixtures';
 
 const GOLDEN = join(process.cwd(), 'tests', 'fixtures', 'golden');

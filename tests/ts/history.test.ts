@@ -6,12 +6,12 @@ import {
   chooseGpu,
   decimate,
   gpuKey
-} from '../../labextension/src/history';
+} from '../../labextension/src/model/history';
 import {
   ISample,
   ISampleMessage,
   parseMessage
-} from '../../labextension/src/protocol';
+} from '../../labextension/src/wire/protocol';
 import { fixture } from './fixtures';
 
 const MiB = 1024 ** 2;

@@ -8,15 +8,15 @@ import {
   kernelsNote,
   kernelsSummary,
   kernelsTitle,
-  duration,
   shutDownDialog
-} from '../../labextension/src/format';
+} from '../../labextension/src/format/kernels';
+import { duration } from '../../labextension/src/format/number';
 import {
   IServerBody,
   ISessionName,
   kernelRows,
   readBody
-} from '../../labextension/src/kernelrows';
+} from '../../labextension/src/model/kernelrows';
 import { bracketed, trans } from './fixtures';
 
 const API = join(process.cwd(), 'tests', 'fixtures', 'api');

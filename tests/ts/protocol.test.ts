@@ -15,7 +15,7 @@ import {
   parseMessage,
   readSettings,
   receive
-} from '../../labextension/src/protocol';
+} from '../../labextension/src/wire/protocol';
 import { fixture, malformed } from './fixtures';
 
 const MiB = 1024 ** 2;

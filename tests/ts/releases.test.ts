@@ -9,8 +9,11 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { Channel } from '../../labextension/src/channel';
-import { channelLine, incompatibleLine } from '../../labextension/src/format';
+import { Channel } from '../../labextension/src/model/channel';
+import {
+  channelLine,
+  incompatibleLine
+} from '../../labextension/src/format/channel';
 import {
   IHello,
   ISample,
@@ -19,9 +22,12 @@ import {
   VersionError,
   parseMessage,
   receive
-} from '../../labextension/src/protocol';
-import { COMM_SCHEMA, PACKAGE_VERSION } from '../../labextension/src/schema';
-import { problem } from '../../labextension/src/validate';
+} from '../../labextension/src/wire/protocol';
+import {
+  COMM_SCHEMA,
+  PACKAGE_VERSION
+} from '../../labextension/src/wire/schema';
+import { problem } from '../../labextension/src/wire/validate';
 import { trans } from './fixtures';
 
 type Json = Record<string, unknown>;

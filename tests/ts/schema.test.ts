@@ -18,9 +18,9 @@ import {
   IProcess,
   ISample,
   ISampleMessage
-} from '../../labextension/src/protocol';
-import { COMM_SCHEMA } from '../../labextension/src/schema';
-import { problem } from '../../labextension/src/validate';
+} from '../../labextension/src/wire/protocol';
+import { COMM_SCHEMA } from '../../labextension/src/wire/schema';
+import { problem } from '../../labextension/src/wire/validate';
 
 const ROOT = process.cwd();
 const SCHEMAS = join(ROOT, 'jupyter_gpumem', 'wire', 'schemas');
@@ -61,9 +61,9 @@ test('the generated schema.ts is the comm schema as the generator writes it now'
     '--print'
   ]).toString();
   assert.equal(
-    readFileSync(join(ROOT, 'labextension', 'src', 'schema.ts'), 'utf8'),
+    readFileSync(join(ROOT, 'labextension', 'src', 'wire', 'schema.ts'), 'utf8'),
     generated,
-    'labextension/src/schema.ts is out of date: run jlpm build:schema'
+    'labextension/src/wire/schema.ts is out of date: run jlpm build:schema'
   );
 });
 

@@ -7,9 +7,9 @@ import { test } from 'node:test';
 
 process.env.TZ = 'UTC'; // the fixture's clock; this file runs in a process of its own
 
-import { stalledLine } from '../../labextension/src/format';
-import { History } from '../../labextension/src/history';
-import { ISample, parseSample } from '../../labextension/src/protocol';
+import { stalledLine } from '../../labextension/src/format/channel';
+import { History } from '../../labextension/src/model/history';
+import { ISample, parseSample } from '../../labextension/src/wire/protocol';
 import { fixture, trans } from './fixtures';
 
 interface ICase {

@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { IProcess } from '../../labextension/src/protocol';
-import { columnTitle } from '../../labextension/src/format';
+import { IProcess } from '../../labextension/src/wire/protocol';
+import { columnTitle } from '../../labextension/src/format/table';
 import {
   COLUMNS,
   FIRST_SORT,
   NUMERIC,
   nextSort,
   sortProcesses
-} from '../../labextension/src/table';
+} from '../../labextension/src/widgets/table';
 import { trans } from './fixtures';
 
 const MiB = 1024 ** 2;

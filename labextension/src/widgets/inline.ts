@@ -11,14 +11,14 @@
  */
 
 import { setLine } from './dom';
-import { clock } from './format';
-import { History, chooseGpu, gpuKey } from './history';
+import { clock } from '../format/number';
+import { History, chooseGpu, gpuKey } from '../model/history';
 import {
   DEFAULT_HISTORY_S,
   DEFAULT_INTERVAL_S,
   ISample,
   receive
-} from './protocol';
+} from '../wire/protocol';
 import { MemoryView, chooseIn } from './view';
 
 /** The part of an anywidget model this view uses. */

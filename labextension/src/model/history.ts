@@ -3,7 +3,7 @@
  * Numbers only (NaN where a figure was N/A), so an hour at 1 s stays a few hundred kilobytes.
  */
 
-import { ICell, IGpu, ISample } from './protocol';
+import { ICell, IGpu, ISample } from '../wire/protocol';
 
 export const FIELDS = [
   'own',

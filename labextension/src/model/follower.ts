@@ -12,7 +12,7 @@ import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { Channel } from './channel';
-import { INotice, ISettings } from './protocol';
+import { INotice, ISettings } from '../wire/protocol';
 
 /** A notice from the server about one followed kernel. */
 export interface INoticed {

@@ -2,7 +2,7 @@
  * The "GPU Memory" side panel, built as the core panels are (a SidePanel: an uppercase title, a
  * toolbar with the GPU choice, settings and reconnect): the followed kernel's memory against its
  * budget on one GPU, as a headline, a time chart and a table of every process on that GPU. It only
- * wires: the text comes from format.ts, the table from table.ts, the chart from chart.ts, the
+ * wires: the text comes from format/, the table from table.ts, the chart from chart.ts, the
  * figures from the Channel. Everything that comes from the GPU host is set as text, never as HTML.
  */
 
@@ -18,20 +18,15 @@ import {
 import { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { PIP_COMMAND, STALE } from './channel';
+import { PIP_COMMAND, STALE } from '../model/channel';
 import { Frames, element, setLine } from './dom';
-import { KernelFollower } from './follower';
-import {
-  channelLine,
-  noNotebook,
-  notebookLabel,
-  panelTitle,
-  uiText
-} from './format';
-import { chooseGpu, gpuKey } from './history';
+import { KernelFollower } from '../model/follower';
+import { channelLine } from '../format/channel';
+import { noNotebook, notebookLabel, panelTitle, uiText } from '../format/panel';
+import { chooseGpu, gpuKey } from '../model/history';
 import { KernelList } from './kernellist';
-import { IGpu } from './protocol';
-import { ServerKernels } from './serverkernels';
+import { IGpu } from '../wire/protocol';
+import { ServerKernels } from '../model/serverkernels';
 import { MemoryView, chooseIn } from './view';
 
 export interface IPanelOptions {

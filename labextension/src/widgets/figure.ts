@@ -9,19 +9,16 @@
 import type { Annotations, Data, Layout } from 'plotly.js';
 
 import {
-  IChartLabels,
-  Trans,
-  axisNumber,
-  chartLabels,
   cellTitle,
+  chartLabels,
   chartWords,
+  IChartLabels,
   markTitle,
   totalAbove
-} from './format';
-import { Field, ISeries, decimate } from './history';
-
-const MiB = 1024 ** 2;
-const GiB = 1024 ** 3;
+} from '../format/chart';
+import { GiB, MiB, axisNumber } from '../format/number';
+import { Trans } from '../format/trans';
+import { Field, ISeries, decimate } from '../model/history';
 
 /** The shortest x range: a 20-second ramp gets a sixth of the width, not a few pixels. */
 export const MIN_SPAN_MS = 120_000;

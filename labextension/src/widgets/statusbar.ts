@@ -8,16 +8,13 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { ISignal, Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
-import { STALE } from './channel';
-import { KernelFollower } from './follower';
-import {
-  kernelsSummary,
-  stalledLine,
-  statusText,
-  statusTooltip
-} from './format';
-import { chooseGpu, gpuKey } from './history';
-import { ServerKernels } from './serverkernels';
+import { STALE } from '../model/channel';
+import { KernelFollower } from '../model/follower';
+import { stalledLine } from '../format/channel';
+import { kernelsSummary } from '../format/kernels';
+import { statusText, statusTooltip } from '../format/statusbar';
+import { chooseGpu, gpuKey } from '../model/history';
+import { ServerKernels } from '../model/serverkernels';
 
 export class GpuMemStatus extends Widget {
   private _frame = 0;

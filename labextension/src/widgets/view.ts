@@ -8,17 +8,17 @@
 
 import { Chart } from './chart';
 import { element, setLine } from './dom';
+import { stalledLine } from '../format/channel';
 import {
-  Trans,
-  ViewLine,
   gpuOption,
-  printable,
   simulatedBanner,
-  stalledLine,
+  ViewLine,
   viewLines
-} from './format';
-import { ISeries, gpuKey } from './history';
-import { IGpu, ISample } from './protocol';
+} from '../format/panel';
+import { printable } from '../format/printable';
+import { Trans } from '../format/trans';
+import { ISeries, gpuKey } from '../model/history';
+import { IGpu, ISample } from '../wire/protocol';
 import { ProcessTable } from './table';
 
 /** The GPU choice's options, one per GPU (value its key, text its label), replaced only when they

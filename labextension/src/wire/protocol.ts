@@ -185,7 +185,7 @@ const RELEASE = /^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,39}$/;
 
 /**
  * A message of another protocol than this extension's: its kernel runs a release of another major
- * version; format.ts's incompatibleLine is the one sentence the sidebar shows (both releases, what to
+ * version; format/channel.ts's incompatibleLine is the one sentence the sidebar shows (both releases, what to
  * upgrade). `packageVersion`: the kernel's release where the message says it (a hello does; a sample does not).
  */
 export class VersionError extends ProtocolError {
@@ -193,7 +193,7 @@ export class VersionError extends ProtocolError {
     readonly protocol: number,
     readonly packageVersion: string | null
   ) {
-    // For the console; the sidebar words it (format.ts's incompatibleLine).
+    // For the console; the sidebar words it (format/channel.ts's incompatibleLine).
     super(
       `message.protocol is ${protocol} (jupyter-gpumem ${packageVersion ?? 'release not named'}); ` +
         `this extension (jupyter-gpumem ${PACKAGE_VERSION}) reads protocol ${PROTOCOL}`

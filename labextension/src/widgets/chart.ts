@@ -15,7 +15,8 @@ import type {
 } from 'plotly.js';
 
 import { element, setLine } from './dom';
-import { Trans, chartName, chartWords, collecting, pausedOn } from './format';
+import { chartName, chartWords, collecting, pausedOn } from '../format/chart';
+import { Trans } from '../format/trans';
 import {
   IColours,
   IFigure,
@@ -25,7 +26,7 @@ import {
   figure,
   fromLocal
 } from './figure';
-import { ISeries } from './history';
+import { ISeries } from '../model/history';
 
 type Plotly = typeof import('plotly.js');
 

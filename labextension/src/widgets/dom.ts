@@ -1,4 +1,4 @@
-import type { ILine } from './format';
+import type { ILine } from '../format/trans';
 
 /** A new element with its class, appended to its parent. */
 export function element<K extends keyof HTMLElementTagNameMap>(

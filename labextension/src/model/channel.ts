@@ -16,7 +16,7 @@ import {
   configureMessage,
   connectCode,
   receive
-} from './protocol';
+} from '../wire/protocol';
 
 export type State =
   | 'idle' // not asked to stream yet
@@ -43,7 +43,7 @@ export const PIP_COMMAND = '%pip install jupyter-gpumem';
 export class Channel implements IDisposable {
   readonly history: History;
   state: State = 'idle';
-  /** What format.ts's channelLine needs besides the state: the kernel's language (unsupported),
+  /** What format/channel.ts's channelLine needs besides the state: the kernel's language (unsupported),
    * the error (unreachable, failed), the seconds without figures (stalled). */
   detail = '';
   /** The GPU the views show for this kernel (history.ts's gpuKey); null: not chosen yet. */
@@ -56,7 +56,7 @@ export class Channel implements IDisposable {
   private _noticed = new Signal<this, INotice>(this);
   private _notice: INotice | null = null;
   private _disposed = false;
-  /** Incompatible: the protocol and release of the kernel (format.ts's incompatibleLine words them). */
+  /** Incompatible: the protocol and release of the kernel (format/channel.ts's incompatibleLine words them). */
   refused: VersionError | null = null;
 
   constructor(

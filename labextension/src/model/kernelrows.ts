@@ -2,7 +2,7 @@
  * Every kernel of this server, as the sidebar's kernel list shows them: the server extension's
  * `GET /api/gpumem/v1` body (docs/server.md) read into plain rows, largest first, and named from
  * JupyterLab's sessions (the server's API has no paths: a hub aggregates it across users). Pure, so
- * the Node tests read it; the text is format.ts's.
+ * the Node tests read it; the text is format/kernels.ts's.
  */
 
 /** One GPU a kernel is on: its processes' memory as nvidia-smi counts it, its budget there. */
@@ -144,18 +144,4 @@ export function kernelRows(
       name(a).localeCompare(name(b)) ||
       a.id.localeCompare(b.id)
   );
-}
-
-/** How many kernels hold GPU memory, and how much they hold together (the known part). */
-export function holding(rows: IKernelRow[]): {
-  kernels: number;
-  bytes: number;
-  unknown: number;
-} {
-  const held = rows.filter(r => r.heldBytes !== null && r.heldBytes > 0);
-  return {
-    kernels: held.length,
-    bytes: held.reduce((a, r) => a + (r.heldBytes ?? 0), 0),
-    unknown: rows.filter(r => r.heldBytes === null).length
-  };
 }

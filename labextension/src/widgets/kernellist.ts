@@ -2,7 +2,7 @@
  * The sidebar's "Kernels on this server" section: every kernel of the server with its notebook's
  * name, its GPU memory, its budget and how long it has been idle, largest first, the followed
  * kernel marked, each with a Shut down button behind JupyterLab's confirmation dialog. Collapsible
- * (a header with the count). It only renders ServerKernels' rows with format.ts's words; every
+ * (a header with the count). It only renders ServerKernels' rows with format/kernels.ts's words; every
  * name is set as text. Rows are kept per kernel, so a focused button survives an update.
  */
 
@@ -17,14 +17,14 @@ import { Widget } from '@lumino/widgets';
 
 import { Frames, element, setLine } from './dom';
 import {
-  Trans,
   kernelCells,
   kernelsNote,
   kernelsTitle,
   shutDownDialog,
   shutDownFailed
-} from './format';
-import { ServerKernels } from './serverkernels';
+} from '../format/kernels';
+import { Trans } from '../format/trans';
+import { ServerKernels } from '../model/serverkernels';
 
 let lists = 0; // ids for aria-controls, one per list
 

@@ -8,15 +8,15 @@
 import { element } from './dom';
 import {
   Column,
-  ICells,
-  Trans,
   columnTitle,
   columnTooltip,
+  ICells,
   othersNote,
   processCells,
   processNote
-} from './format';
-import { IGpu, IProcess } from './protocol';
+} from '../format/table';
+import { Trans } from '../format/trans';
+import { IGpu, IProcess } from '../wire/protocol';
 
 export type SortKey = Column;
 

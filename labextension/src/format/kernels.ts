@@ -1,0 +1,152 @@
+/** The kernel list's words: its rows, its notes, the status bar's line about the server's kernels. */
+
+import type { IKernelRow } from '../model/kernelrows';
+import { duration, formatBytes, level } from './number';
+import { printable } from './printable';
+import type { Level, Trans } from './trans';
+
+/** The kernel list's header: "Kernels on this server (3)". */
+export function kernelsTitle(count: number, trans: Trans): string {
+  return trans.__('Kernels on this server (%1)', count);
+}
+
+/** What the kernel list says instead of rows; null: just the rows. */
+export function kernelsNote(
+  rows: number,
+  error: string | null,
+  trans: Trans
+): string | null {
+  if (error !== null) {
+    return trans.__(
+      'Could not read the server’s GPU memory: %1',
+      printable(error)
+    );
+  }
+  return rows === 0 ? trans.__('No kernels are running.') : null;
+}
+
+/** The words of one row of the kernel list, its tooltips and its Shut down button. */
+export interface IKernelCells {
+  /** The notebook's (or console's) name; "Kernel 5f0c1a2b" where no session names it. */
+  name: string;
+  /** The name's tooltip: the path and the kernel's id. */
+  nameTitle: string;
+  /** Its memory on every GPU together, as nvidia-smi counts it. */
+  memory: string;
+  /** The warning colour from 90% of a budget on one of its GPUs, the error colour above one. */
+  level: Level;
+  /** The budget (per GPU with several) and how long it has been idle. */
+  detail: string;
+  badge: string;
+  shutDown: string;
+}
+
+/** One kernel of the list: "train.ipynb … 3.4 GiB", then "budget 4.0 GiB · idle 12 min" (on one
+ * GPU) or "GPU 0: 3.4 of 4.0 GiB · GPU 1: 500 MiB · busy" (on several). */
+export function kernelCells(
+  row: IKernelRow,
+  gpuCount: number,
+  trans: Trans
+): IKernelCells {
+  const name = row.session
+    ? printable(row.session.name)
+    : trans.__('Kernel %1', row.id.slice(0, 8));
+  const parts: string[] = [];
+  for (const gpu of row.gpus) {
+    const budget =
+      gpu.budgetBytes === null ? null : formatBytes(gpu.budgetBytes, trans);
+    if (gpuCount > 1 || row.gpus.length > 1) {
+      const used = formatBytes(gpu.usedBytes, trans);
+      parts.push(
+        budget === null
+          ? trans.__('GPU %1: %2', gpu.index, used)
+          : trans.__('GPU %1: %2 of %3', gpu.index, used, budget)
+      );
+    } else {
+      parts.push(
+        budget === null ? trans.__('no budget') : trans.__('budget %1', budget)
+      );
+    }
+  }
+  if (row.busy) {
+    parts.push(trans.__('busy'));
+  } else if (row.idleS !== null) {
+    parts.push(trans.__('idle %1', duration(row.idleS, trans)));
+  }
+  const levels = row.gpus.map(g =>
+    g.usedBytes === null || g.budgetBytes === null
+      ? 'ok'
+      : level(g.usedBytes, g.budgetBytes)
+  );
+  return {
+    name,
+    nameTitle: row.session
+      ? trans.__('%1 (kernel %2)', printable(row.session.path), row.id)
+      : trans.__('Kernel %1, not in a notebook or console', row.id),
+    memory: formatBytes(row.heldBytes, trans),
+    level: levels.includes('error')
+      ? 'error'
+      : levels.includes('warn')
+        ? 'warn'
+        : 'ok',
+    detail: parts.join(' · '),
+    badge: row.current ? trans.__('this kernel') : '',
+    shutDown: trans.__('Shut down the kernel of %1', name)
+  };
+}
+
+/** How many kernels hold GPU memory, and how much they hold together (the known part). */
+function holding(rows: IKernelRow[]): {
+  kernels: number;
+  bytes: number;
+  unknown: number;
+} {
+  const held = rows.filter(r => r.heldBytes !== null && r.heldBytes > 0);
+  return {
+    kernels: held.length,
+    bytes: held.reduce((a, r) => a + (r.heldBytes ?? 0), 0),
+    unknown: rows.filter(r => r.heldBytes === null).length
+  };
+}
+
+/** The status bar's tooltip line: "2 kernels on this server hold 7.5 GiB of GPU memory". */
+export function kernelsSummary(rows: IKernelRow[], trans: Trans): string {
+  const { kernels, bytes, unknown } = holding(rows);
+  const line =
+    kernels === 0
+      ? trans.__('No kernel on this server holds GPU memory')
+      : kernels === 1
+        ? trans.__(
+            '1 kernel on this server holds %1 of GPU memory',
+            formatBytes(bytes, trans)
+          )
+        : trans.__(
+            '%1 kernels on this server hold %2 of GPU memory',
+            kernels,
+            formatBytes(bytes, trans)
+          );
+  return unknown > 0 ? trans.__('%1 (N/A for %2 more)', line, unknown) : line;
+}
+
+/** JupyterLab's confirmation dialog before a kernel is shut down. */
+export function shutDownDialog(name: string, trans: Trans) {
+  return {
+    title: trans.__('Shut down kernel?'),
+    body: trans.__(
+      'Shut down the kernel of “%1”? Its variables are lost and the GPU memory it holds is freed.',
+      name
+    ),
+    cancel: trans.__('Cancel'),
+    accept: trans.__('Shut Down'),
+    ok: trans.__('OK')
+  };
+}
+
+/** A shutdown the server refused or could not do. */
+export function shutDownFailed(name: string, error: string, trans: Trans) {
+  return trans.__(
+    'Could not shut down the kernel of %1: %2',
+    name,
+    printable(error)
+  );
+}

@@ -1,0 +1,354 @@
+/** The sidebar's words about one GPU (the inline view shows the same lines: viewLines). */
+
+import type { IGpu, ISample, OverheadSource } from '../wire/protocol';
+import { againstBudget, budgetShare, formatBytes, level } from './number';
+import { printable } from './printable';
+import type { ILine, Trans } from './trans';
+
+/** The panel's title (the header shows it in capitals, as the core panels do). */
+export function panelTitle(trans: Trans): string {
+  return trans.__('GPU Memory');
+}
+
+/** The kernel line when no notebook is open. */
+export function noNotebook(trans: Trans): string {
+  return trans.__('Open a notebook to see its kernel’s GPU memory.');
+}
+
+/** "analysis.ipynb — Python 3 (ipykernel)"; a null kernel name: the notebook has no kernel. */
+export function notebookLabel(
+  path: string,
+  kernel: string | null,
+  trans: Trans
+): string {
+  return trans.__('%1 — %2', path, kernel ?? trans.__('no kernel'));
+}
+
+/** The banner over a stand-in NVML: its scenario file by name (the full path is the tooltip). */
+export function simulatedBanner(scenario: string | null, trans: Trans): string {
+  return scenario
+    ? trans.__(
+        'SIMULATED GPU — stand-in NVML (%1)',
+        printable(scenario.split('/').pop() ?? scenario)
+      )
+    : '';
+}
+
+/** "GPU 0: NVIDIA A100-SXM4-40GB", an entry of the GPU choice; "GPU 1: lost". */
+export function gpuOption(
+  gpu: Pick<IGpu, 'index' | 'name' | 'lost'>,
+  trans: Trans
+): string {
+  if (gpu.lost) {
+    return trans.__('GPU %1: lost', gpu.index);
+  }
+  return trans.__(
+    'GPU %1: %2',
+    gpu.index,
+    gpu.name === null ? trans.__('unknown') : printable(gpu.name)
+  );
+}
+
+/** "GPU 0 · NVIDIA A100-SXM4-40GB · 16.1 GiB of 40.0 GiB used", the whole device. */
+export function deviceLine(
+  gpu: Pick<IGpu, 'index' | 'name' | 'lost' | 'usedBytes' | 'totalBytes'>,
+  trans: Trans
+): string {
+  if (gpu.lost) {
+    return gpu.name === null
+      ? trans.__('GPU %1: lost (fell off the bus; it needs a reset)', gpu.index)
+      : trans.__(
+          'GPU %1 %2: lost (fell off the bus; it needs a reset)',
+          gpu.index,
+          printable(gpu.name)
+        );
+  }
+  return trans.__(
+    'GPU %1 · %2 · %3 of %4 used',
+    gpu.index,
+    gpu.name === null ? trans.__('unknown') : printable(gpu.name),
+    formatBytes(gpu.usedBytes, trans),
+    formatBytes(gpu.totalBytes, trans)
+  );
+}
+
+export type BudgetGpu = Pick<
+  IGpu,
+  'index' | 'lost' | 'hidden' | 'ownBytes' | 'budgetBytes' | 'inForce'
+>;
+
+/**
+ * "3.1 of 4.0 GiB budget (78%)": this kernel's memory against its budget on this GPU. Warning
+ * colour from 90%, error colour above the budget. A budget the framework does not hold (yet) says
+ * so. Without a budget, this kernel's memory (budgetNote says what the framework takes).
+ */
+export function headline(
+  gpu: BudgetGpu,
+  sample: Pick<ISample, 'policy'>,
+  trans: Trans
+): ILine {
+  const { ownBytes, budgetBytes } = gpu;
+  if (gpu.lost) {
+    return { text: trans.__('GPU %1 is lost: N/A', gpu.index), level: 'error' };
+  }
+  if (gpu.hidden) {
+    return {
+      text: trans.__(
+        'Hidden from this kernel by its policy (%1)',
+        printable(sample.policy ?? 'gpus=')
+      ),
+      level: 'ok'
+    };
+  }
+  if (budgetBytes === null) {
+    return {
+      text:
+        ownBytes === null
+          ? trans.__('N/A used by this kernel (the driver cannot tell)')
+          : trans.__('%1 used by this kernel', formatBytes(ownBytes, trans)),
+      level: 'ok'
+    };
+  }
+  const unheld = gpu.inForce ? [] : [trans.__('not in force')];
+  if (ownBytes === null) {
+    const why = [
+      ...unheld,
+      trans.__("the driver cannot tell this kernel's memory")
+    ];
+    return {
+      text: trans.__(
+        'N/A of %1 budget (%2)',
+        formatBytes(budgetBytes, trans),
+        why.join('; ')
+      ),
+      level: 'ok'
+    };
+  }
+  const [own, budget, unit] = againstBudget(ownBytes, budgetBytes);
+  const share = budgetShare(ownBytes, budgetBytes, trans);
+  return {
+    text: trans.__(
+      '%1 of %2 %3 budget (%4)',
+      own,
+      budget,
+      unit,
+      [share, ...unheld].join(', ')
+    ),
+    level: level(ownBytes, budgetBytes)
+  };
+}
+
+/** Without a budget: "No budget set — TensorFlow takes nearly all the memory …" (the kernel's
+ * phrase, `takes`). Null where there is a budget, or nothing to say (lost, hidden). */
+export function budgetNote(
+  gpu: Pick<IGpu, 'lost' | 'hidden' | 'budgetBytes'>,
+  sample: Pick<ISample, 'takes'>,
+  trans: Trans
+): string | null {
+  if (gpu.lost || gpu.hidden || gpu.budgetBytes !== null) {
+    return null;
+  }
+  return trans.__(
+    'No budget set — %1',
+    printable(
+      sample.takes ??
+        trans.__('a framework takes its default amount when it starts')
+    )
+  );
+}
+
+/**
+ * "Policy: fraction=0.5 — applies when "import tensorflow" completes": the policy and the
+ * kernel's note on it, in the warning colour when the kernel says it is in force on no GPU.
+ * Null without a policy.
+ */
+export function policyLine(
+  sample: Pick<ISample, 'policy' | 'policyState' | 'policyNote'>,
+  trans: Trans
+): ILine | null {
+  if (sample.policy === null) {
+    return null;
+  }
+  return {
+    text: sample.policyNote
+      ? trans.__(
+          'Policy: %1 — %2',
+          printable(sample.policy),
+          printable(sample.policyNote)
+        )
+      : trans.__('Policy: %1', printable(sample.policy)),
+    level: sample.policyState === 'not_in_force' ? 'warn' : 'ok'
+  };
+}
+
+/**
+ * How this kernel's figure is known, under the headline: "Exact: NVML lists this kernel's PID",
+ * "Matched: PID 812345 appeared when PyTorch started …", "Estimated: …", "Unknown: …" — the
+ * kernel's own words after its label. Null from a kernel that does not say, or on a lost GPU.
+ */
+export function ownLine(
+  gpu: Pick<IGpu, 'lost' | 'hidden' | 'ownSource' | 'ownReason'>,
+  trans: Trans
+): ILine | null {
+  if (gpu.lost || gpu.hidden || gpu.ownSource === null) {
+    return null;
+  }
+  const labels = {
+    exact: trans.__('Exact'),
+    matched: trans.__('Matched'),
+    estimated: trans.__('Estimated'),
+    unknown: trans.__('Unknown')
+  };
+  const label = labels[gpu.ownSource];
+  return {
+    text: gpu.ownReason
+      ? trans.__('%1: %2', label, printable(gpu.ownReason))
+      : label,
+    level: gpu.ownSource === 'unknown' ? 'warn' : 'ok'
+  };
+}
+
+/**
+ * What holds this kernel on the GPU: "Hard limit: MIG partition, 19.5 GiB", "Hard limit: MPS,
+ * 6.0 GiB for this process", "Cooperative limit (%gpumem)"; then memory the driver lists under
+ * no process: "Not listed: 14.0 GiB (processes the driver hides: other containers')".
+ */
+export function limitLines(
+  gpu: Pick<IGpu, 'lost' | 'limitKind' | 'budgetBytes' | 'unlistedBytes'>,
+  trans: Trans
+): string[] {
+  if (gpu.lost) {
+    return [];
+  }
+  const lines: string[] = [];
+  if (gpu.limitKind === 'mig') {
+    lines.push(trans.__('Hard limit: a MIG partition'));
+  } else if (gpu.limitKind === 'mps') {
+    lines.push(trans.__('Hard limit: MPS, per process'));
+  } else if (gpu.limitKind === 'cooperative' && gpu.budgetBytes !== null) {
+    lines.push(
+      trans.__('Cooperative limit (%gpumem): code that bypasses it is not held')
+    );
+  }
+  if (gpu.unlistedBytes !== null) {
+    lines.push(
+      trans.__(
+        'Not listed: %1 the driver uses for processes it hides (other containers’)',
+        formatBytes(gpu.unlistedBytes, trans)
+      )
+    );
+  }
+  return lines;
+}
+
+/** "Over budget: <the kernel's reason>", or null when it is not over (or the GPU is hidden). */
+export function overLine(
+  gpu: Pick<IGpu, 'hidden' | 'overReason'>,
+  trans: Trans
+): string | null {
+  return gpu.overReason && !gpu.hidden
+    ? trans.__('Over budget: %1', printable(gpu.overReason))
+    : null;
+}
+
+/** The lines the sidebar and the inline view show of one GPU under the banner, in view.ts's order. */
+export type ViewLine =
+  | 'headline'
+  | 'own'
+  | 'note'
+  | 'breakdown'
+  | 'reason'
+  | 'policy'
+  | 'limits'
+  | 'device';
+
+/** Each line's text (and colour); null hides it. viewtext.py says the same for the inline view's
+ * still picture: tests/fixtures/golden/ holds the words both must show. */
+export function viewLines(
+  sample: ISample,
+  gpu: IGpu,
+  trans: Trans
+): Record<ViewLine, ILine | string | null> {
+  const limits = [...limitLines(gpu, trans), printable(sample.limitNote ?? '')];
+  return {
+    headline: headline(gpu, sample, trans),
+    own: ownLine(gpu, trans),
+    note: budgetNote(gpu, sample, trans),
+    breakdown: breakdown(gpu, sample.framework, trans),
+    reason: overLine(gpu, trans),
+    policy: policyLine(sample, trans),
+    limits: limits.filter(line => line).join('\n') || null,
+    device: deviceLine(gpu, trans)
+  };
+}
+
+function sourceWords(source: OverheadSource, trans: Trans): string {
+  switch (source) {
+    case 'estimated':
+      return trans.__('estimated');
+    case 'remembered':
+      return trans.__('measured by an earlier kernel');
+    case 'measured':
+      return trans.__('measured');
+  }
+}
+
+/**
+ * How the budget splits: "TensorFlow pool 3.6 GiB + 504 MiB outside it (measured) = 4.1 GiB" once
+ * the framework reports its pool, else "TensorFlow limit 3.6 GiB + 400 MiB set aside for CUDA and
+ * libraries (estimated)"; "Allocator …" when the framework is not known yet. Null when there is no
+ * budget to split (or the GPU is hidden or lost).
+ */
+export function breakdown(
+  gpu: IGpu,
+  framework: string | null,
+  trans: Trans
+): string | null {
+  if (
+    gpu.hidden ||
+    gpu.lost ||
+    gpu.budgetBytes === null ||
+    gpu.poolBytes === null ||
+    gpu.overheadBytes === null ||
+    gpu.overheadSource === null
+  ) {
+    return null;
+  }
+  const source = sourceWords(gpu.overheadSource, trans);
+  const who = framework ?? trans.__('Allocator'); // several installed, none imported yet
+  if (gpu.poolKnown && gpu.ownBytes !== null) {
+    const outside = Math.max(0, gpu.ownBytes - gpu.poolBytes);
+    return trans.__(
+      '%1 pool %2 + %3 outside it (%4) = %5',
+      who,
+      formatBytes(gpu.poolBytes, trans),
+      formatBytes(outside, trans),
+      source,
+      formatBytes(gpu.ownBytes, trans)
+    );
+  }
+  return trans.__(
+    '%1 limit %2 + %3 set aside for CUDA and libraries (%4)',
+    who,
+    formatBytes(gpu.poolBytes, trans),
+    formatBytes(gpu.overheadBytes, trans),
+    source
+  );
+}
+
+/** The panel's toolbar and the command. */
+export function uiText(trans: Trans) {
+  return {
+    chooseGpu: trans.__('GPU to show'),
+    settings: trans.__('GPU Memory settings'),
+    reconnect: trans.__(
+      'Reconnect to the kernel (restart the GPU memory stream)'
+    ),
+    command: trans.__('Show GPU Memory'),
+    commandCaption: trans.__(
+      "This kernel's GPU memory against its budget, live"
+    ),
+    category: trans.__('GPU Memory'),
+    processes: trans.__('Processes on this GPU')
+  };
+}
