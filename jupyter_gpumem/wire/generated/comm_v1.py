@@ -1,0 +1,405 @@
+# Generated from wire/schemas/comm.v1.json by `python tests/wire/test_generated.py --write`: do not edit.
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+from typing_extensions import NotRequired
+
+
+class CommMessage(TypedDict):
+    """
+    Every message on the jupyter_gpumem comm (docs/protocol.md). Evolves additively within protocol 1 (docs/protocol.md, 'Versioning and releases mixing'): the required fields are those the first protocol-1 kernel sent, forever; a field added since is optional and its default says what its absence means; readers ignore fields they do not know; a change an older reader would misread is protocol 2, a new file.
+    """
+
+    protocol: Literal[1]
+    """
+    The protocol's version: a change an older reader would misread bumps it.
+    """
+    type: Literal["hello", "sample", "configure"]
+    """
+    hello and sample: kernel to frontend; configure: frontend to kernel.
+    """
+
+
+class Configure(TypedDict):
+    """
+    Frontend to kernel: new settings (Settings → GPU Memory).
+    """
+
+    protocol: Literal[1]
+    """
+    The protocol's version: a change an older reader would misread bumps it.
+    """
+    type: Literal["configure"]
+    """
+    The message's kind.
+    """
+    interval_s: float
+    """
+    The sampling interval in seconds.
+    """
+    history_s: float
+    """
+    The history window in seconds.
+    """
+
+
+class GpuProcess(TypedDict):
+    """
+    One process on one GPU.
+    """
+
+    pid: int
+    """
+    Its PID as the driver reports it.
+    """
+    name: str | None
+    """
+    The executable's name only, never a command line; null: not told.
+    """
+    user: str | None
+    """
+    Its Unix user; null: the host does not say.
+    """
+    used_bytes: int | None
+    """
+    Its GPU memory as nvidia-smi counts it; null: N/A (the driver cannot tell, e.g. Windows WDDM).
+    """
+    cpu_percent: float | None
+    """
+    Its CPU%; null: not known.
+    """
+    self: bool
+    """
+    This kernel, by its own PID.
+    """
+    local: NotRequired[bool | None]
+    """
+    The PID is a process of this kernel's PID namespace running the program the driver names; false: missing here, or another program; null: not told. Added after the first release: absent means null.
+    """
+    cpu_pending: NotRequired[bool]
+    """
+    The host sees the process but has not measured its CPU% yet (cpu_percent is null; shown as '…', not N/A). Added after the first release: absent means false.
+    """
+
+
+class UserShare(TypedDict):
+    """
+    One Unix user's processes on one GPU, as one figure.
+    """
+
+    user: str | None
+    """
+    The Unix user; null: the host does not say whose the processes are.
+    """
+    processes: int
+    """
+    How many processes.
+    """
+    used_bytes: int | None
+    """
+    Their GPU memory; null when the driver cannot tell for one of them (N/A).
+    """
+
+
+class Notice(TypedDict):
+    """
+    What the Jupyter server tells this kernel's user now (its idle culler, docs/hub.md), as the server's notice file says it.
+    """
+
+    kind: Literal["idle_warning", "idle_shutdown"]
+    """
+    idle_warning: idle_warn_minutes idle; idle_shutdown: idle_shutdown_minutes idle, the kernel is being shut down.
+    """
+    text: str
+    """
+    One plain sentence for the user, shown as it is.
+    """
+    t: float
+    """
+    When the server wrote it (seconds since the epoch); a new notice has a new t.
+    """
+    shutdown_at: float | None
+    """
+    When the kernel will be shut down (seconds since the epoch); null: a warning with no shutdown set.
+    """
+
+
+class Cell(TypedDict):
+    """
+    One executed cell, for a span on the chart whose hover names it (%gpumem cells has its figures).
+    """
+
+    count: int | None
+    """
+    Its execution count, as the notebook shows it ([12]); null while it runs (the notebook's [*]), and for a cell not stored in the history.
+    """
+    line: str
+    """
+    Its first line that is not blank, at most 40 characters (cut with …): the kernel's user's own code, shown as text.
+    """
+    start_t: float
+    """
+    When it started: time.time() in the kernel.
+    """
+    end_t: float | None
+    """
+    When it ended; null: it is running.
+    """
+    error: bool
+    """
+    It raised an exception (false while it runs).
+    """
+
+
+class OtherUsers(TypedDict):
+    """
+    Other Unix users' processes on one GPU as one figure, where privacy does not list them one by one (docs/hub.md, 'Privacy').
+    """
+
+    processes: int
+    """
+    How many processes.
+    """
+    used_bytes: int | None
+    """
+    Their GPU memory; null when the driver cannot tell for one of them (N/A).
+    """
+    users: list[UserShare] | None
+    """
+    Per Unix user under privacy 'names'; null under 'aggregate' (the total only).
+    """
+
+
+class SampleGpu(TypedDict):
+    """
+    One GPU as this kernel sees it.
+    """
+
+    index: int
+    """
+    NVML's index (PCI bus order).
+    """
+    uuid: str | None
+    """
+    NVML's UUID; null: not told.
+    """
+    name: str | None
+    """
+    NVML's name for it; null: not told.
+    """
+    lost: bool
+    """
+    GPU_IS_LOST: it fell off the bus; its figures are null.
+    """
+    hidden: bool
+    """
+    The policy keeps this kernel off this GPU (gpus=).
+    """
+    total_bytes: int | None
+    """
+    Device memory as nvidia-smi counts it. Null: not known (never 0).
+    """
+    used_bytes: int | None
+    """
+    Memory in use as nvidia-smi counts it. Null: not known (never 0).
+    """
+    own_bytes: int | None
+    """
+    This kernel's memory on it as nvidia-smi counts it, as attributed (own_source). Null: not known (never 0).
+    """
+    own_source: NotRequired[Literal["exact", "matched", "estimated", "unknown"] | None]
+    """
+    What own_bytes rests on (docs/containers.md): exact: NVML lists this kernel's PID (or its PIDs are this namespace's and it is not listed: 0); matched: the one listed process of another namespace that appeared when the framework started and follows its pool; estimated: the framework's pool plus the overhead; unknown: own_bytes is null. Absent or null from an older kernel: shown without a label.
+    """
+    own_reason: NotRequired[str | None]
+    """
+    For people, a phrase: what own_bytes rests on, or why it is unknown. Absent means null.
+    """
+    own_pid: NotRequired[int | None]
+    """
+    The PID NVML lists for this kernel on this GPU (exact or matched): the process row to mark. Absent means null.
+    """
+    own_candidates: NotRequired[int]
+    """
+    Listed processes that could be this kernel's when none is matched (2 or more: none is picked). Absent means 0.
+    """
+    unlisted_bytes: NotRequired[int | None]
+    """
+    In a container whose driver hides processes: memory in use that no listed process accounts for ('not listed'); null otherwise. Absent means null.
+    """
+    limit_kind: NotRequired[Literal["mig", "mps", "cooperative"] | None]
+    """
+    What limits this kernel's memory on it: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. Absent means null.
+    """
+    limit_hard: NotRequired[bool]
+    """
+    The limit is enforced (mig, mps), not cooperative. Absent means false.
+    """
+    limit_bytes: NotRequired[int | None]
+    """
+    The partition's memory, the MPS limit or the budget; null when not known (a MIG partition that is not named). Absent means null.
+    """
+    budget_bytes: int | None
+    """
+    This kernel's budget on it as nvidia-smi counts it; null: none set.
+    """
+    in_force: NotRequired[bool]
+    """
+    The budget is in force on this GPU in the framework (false while only recorded, on a lost or hidden GPU, or when the framework uses no GPU). Absent means false.
+    """
+    pool_bytes: NotRequired[int | None]
+    """
+    The framework allocator's pool: what it reserved if pool_known, else the plan's allocator limit; null without a plan for this GPU. Added after the first release: absent means null.
+    """
+    pool_known: NotRequired[bool]
+    """
+    The framework reported its pool (TensorFlow: growth off with a limit, after its first allocation). Added after the first release: absent means false.
+    """
+    overhead_bytes: NotRequired[int | None]
+    """
+    Memory outside the pool (CUDA context, libraries): this kernel's measurement, else what the plan set aside; null without a plan. Added after the first release: absent means null.
+    """
+    overhead_source: NotRequired[Literal["estimated", "remembered", "measured"] | None]
+    """
+    estimated: per GPU generation; remembered: measured by an earlier kernel on this GPU model, driver and framework version; measured: by this kernel; null without a plan. Added after the first release: absent means null.
+    """
+    over_reason: NotRequired[str | None]
+    """
+    When own_bytes is over budget_bytes: why, as a phrase; null otherwise. Added after the first release: absent means null.
+    """
+    framework_bytes: int | None
+    """
+    The framework allocator's bytes in use; null until its runtime has started (the sampler never starts it).
+    """
+    framework_peak_bytes: int | None
+    """
+    The framework allocator's peak bytes; null until its runtime has started.
+    """
+    processes_known: bool
+    """
+    False when the driver refused the process query.
+    """
+    processes: NotRequired[list[GpuProcess]]
+    """
+    Every process on this GPU that privacy lets this kernel list. Absent in hello.history (figures only).
+    """
+    others: NotRequired[OtherUsers | None]
+    """
+    Other users' processes, not in processes; null: every process is listed. Absent in hello.history (figures only).
+    """
+
+
+class Sample(TypedDict):
+    """
+    One look at the kernel's GPUs: what the sampler thread sends every interval.
+    """
+
+    t: float
+    """
+    time.time() in the kernel when it was taken.
+    """
+    problem: str | None
+    """
+    A sentence when NVML cannot be read at all (no driver); then gpus is [].
+    """
+    stalled_since: NotRequired[float | None]
+    """
+    The NVIDIA driver did not answer this sample in time: it has not answered since then (time.time() in the kernel), and the figures are the last it gave, at that time (gpus is [] when it never answered). Null or absent: the figures are the driver's answer. The chart leaves a gap for such samples.
+    """
+    simulated: str | None
+    """
+    The stand-in NVML's scenario when the 'driver' is the stand-in; null with a real driver.
+    """
+    policy: str | None
+    """
+    The kernel's policy as %gpumem shows it ('fraction=0.5 gpus=1'); null: none.
+    """
+    policy_state: NotRequired[Literal["recorded", "in_force", "not_in_force"] | None]
+    """
+    recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
+    """
+    policy_note: NotRequired[str | None]
+    """
+    One sentence for people next to the policy ('applies when "import tensorflow" completes'). Absent means null.
+    """
+    framework: str | None
+    """
+    The framework(s) the figures belong to ('TensorFlow', 'TensorFlow and PyTorch'); null while several are installed and none is imported.
+    """
+    framework_started: bool
+    """
+    Its runtime has started (its settings are fixed).
+    """
+    takes: NotRequired[str | None]
+    """
+    What the framework(s) take of a GPU without a budget, a phrase that starts with the framework's name; null: not known. Absent means null.
+    """
+    pid_namespace: NotRequired[Literal["host", "translated", "untranslated", "unlisted"] | None]
+    """
+    Where this kernel stands towards the PIDs NVML reports (docs/containers.md); null: no GPU to tell it from. Absent means null.
+    """
+    limit_note: NotRequired[str | None]
+    """
+    One sentence about hard limits (an MPS limit that cannot be read, or the mps=on offer); null: nothing to say. Absent means null.
+    """
+    gpus: list[SampleGpu]
+    """
+    NVML order (PCI bus order); [] without a driver.
+    """
+    notice: NotRequired[Notice | None]
+    """
+    What the Jupyter server tells this kernel's user now; null: nothing. Absent in hello.history and from an older kernel.
+    """
+    cells: NotRequired[list[Cell]]
+    """
+    The notebook's cells this sample marks on the chart: those that ended since the kernel's previous sample, and the one running (end_t null), oldest first. Kept in hello.history, so a replay has every cell in its window. Absent: none (and from an older kernel).
+    """
+
+
+class Hello(TypedDict):
+    """
+    Kernel to frontend, the comm_open data: the settings in force and the history to replay.
+    """
+
+    protocol: Literal[1]
+    """
+    The protocol's version: a change an older reader would misread bumps it.
+    """
+    type: Literal["hello"]
+    """
+    The message's kind.
+    """
+    package_version: str
+    """
+    jupyter-gpumem's version in the kernel.
+    """
+    interval_s: float
+    """
+    The sampling interval in seconds.
+    """
+    history_s: float
+    """
+    The history window in seconds.
+    """
+    history: list[Sample]
+    """
+    The samples in the window, oldest first, without processes and others in each GPU, and without notice.
+    """
+
+
+class SampleMessage(TypedDict):
+    """
+    Kernel to frontend, one comm_msg per interval from the sampler thread.
+    """
+
+    protocol: Literal[1]
+    """
+    The protocol's version: a change an older reader would misread bumps it.
+    """
+    type: Literal["sample"]
+    """
+    The message's kind.
+    """
+    sample: Sample
