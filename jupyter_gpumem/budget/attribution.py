@@ -26,7 +26,8 @@ from typing import Literal
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.gpu.model import Device, Snapshot
-from jupyter_gpumem.units import GiB, MiB, format_mib
+from jupyter_gpumem.units import GiB, MiB
+from jupyter_gpumem.words import Said
 
 Source = Literal["exact", "matched", "estimated", "unknown"]
 
@@ -37,8 +38,8 @@ Source = Literal["exact", "matched", "estimated", "unknown"]
 # processes and nothing that tells (no process, or none whose program could be checked).
 PidStance = Literal["host", "translated", "untranslated", "unlisted"]
 
-UNTRANSLATED = "this kernel runs in a container whose PIDs the driver does not translate"
-UNLISTED = "NVML lists no process of this kernel's container (its own PID namespace)"
+UNTRANSLATED = Said("own_untranslated")
+UNLISTED = Said("own_unlisted")
 
 # Memory in use that no listed process accounts for, above which the driver is said to hide processes.
 # The driver's own reservation stays below it (a few hundred MiB on current GPUs).
@@ -51,7 +52,7 @@ class Own:
 
     bytes: int | None  # None: unknown, never 0
     source: Source
-    reason: str  # a phrase for people: what the figure rests on, or why it is unknown
+    reason: Said  # a phrase for people: what the figure rests on, or why it is unknown
     pid: int | None = None  # the PID NVML lists for this kernel here (exact or matched)
     candidates: int = 0  # listed processes that could be this kernel's, when none is matched
 
@@ -106,23 +107,13 @@ def listed(device: Device, stance: PidStance | None, match: Match | None, framew
     mine = [p for p in device.processes if p.is_self]
     if mine:
         if device.listed_own_bytes is None:
-            return Own(
-                None,
-                "unknown",
-                "NVML lists this kernel here but cannot tell its memory (N/A: Windows WDDM, some MIG setups)",
-                pid=mine[0].pid,
-            )
-        return Own(device.listed_own_bytes, "exact", "NVML lists this kernel's PID", pid=mine[0].pid)
+            return Own(None, "unknown", Said("own_listed_not_told"), pid=mine[0].pid)
+        return Own(device.listed_own_bytes, "exact", Said("own_listed"), pid=mine[0].pid)
     if stance in ("untranslated", "unlisted") and match is not None and match.pid is not None:
         used = next((p.used_bytes for p in device.processes if p.pid == match.pid), None)
         if used is not None:
-            name = framework or "its framework"
-            return Own(
-                used,
-                "matched",
-                f"PID {match.pid} appeared when {name} started and its memory moves with {name}'s pool",
-                pid=match.pid,
-            )
+            name = framework or Said("its_framework")
+            return Own(used, "matched", Said("own_matched", pid=match.pid, framework=name), pid=match.pid)
     return None
 
 
@@ -140,40 +131,43 @@ def attribute(
     framework's figures here, if any; ``overhead()``: what lies outside its pool here (measured,
     remembered, else estimated), asked only for an estimate."""
     if device.lost:
-        return Own(None, "unknown", "the GPU is lost, so nothing about it can be read")
+        return Own(None, "unknown", Said("own_gpu_lost"))
     found = listed(device, stance, match, framework)
     if found is not None:
         return found
     if not device.processes_known:
-        return Own(None, "unknown", "the driver does not list processes on this GPU")
+        return Own(None, "unknown", Said("own_processes_not_listed"))
     if stance in (None, "host", "translated"):
-        return Own(0, "exact", "NVML lists the processes of this kernel's PID namespace, and not this kernel")
+        return Own(0, "exact", Said("own_not_listed"))
     where = UNTRANSLATED if stance == "untranslated" else UNLISTED
-    name = framework or "its framework"
+    name = framework or Said("its_framework")
     count = match.candidates if match else 0
-    could = ""
+    could: Said | str = ""
     if count > 1:
-        could = f"; {count} listed processes could be this kernel's, so none is taken for it"
+        could = Said("own_candidates", candidates=count)
     elif count == 1:
-        could = f"; 1 listed process could be this kernel's, matched once its memory moves with {name}'s pool"
+        could = Said("own_candidate", framework=name)
     pool = allocator.pool if allocator else None
     if started and pool:
         aside = overhead()
-        return Own(
-            pool + aside.bytes,
-            "estimated",
-            f"{name}'s pool {format_mib(pool)} + {format_mib(aside.bytes)} outside it ({aside.describe()}){could}",
-            candidates=count,
+        said = Said(
+            "own_estimated",
+            framework=name,
+            pool_bytes=pool,
+            outside_bytes=aside.bytes,
+            outside=aside.describe(),
+            candidates=could,
         )
+        return Own(pool + aside.bytes, "estimated", said, candidates=count)
     if not started:
-        why = f"{name} has not started, so there is nothing to estimate"
+        why = Said("own_not_started", framework=name)
     elif allocator is None:
-        why = f"{name} tells nothing about this GPU"
+        why = Said("own_framework_untold", framework=name)
     elif pool is None:
-        why = f"{name} does not tell its pool here, so there is nothing to estimate"
+        why = Said("own_pool_untold", framework=name)
     else:
-        why = f"{name} holds no pool here yet"
-    return Own(None, "unknown", f"{where}, and {why}{could}", candidates=count)
+        why = Said("own_no_pool", framework=name)
+    return Own(None, "unknown", Said("own_unknown", where=where, why=why, candidates=could), candidates=count)
 
 
 # ---------------------------------------------------------------------- matching over samples

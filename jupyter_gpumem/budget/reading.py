@@ -18,7 +18,7 @@ from jupyter_gpumem.budget.plan import GpuPlan, Plan
 from jupyter_gpumem.budget.privacy import Others, Rule
 from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
-from jupyter_gpumem.units import format_mib
+from jupyter_gpumem.words import Said
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Breakdown:
     pool_bytes: int | None  # the allocator's pool: what it reserved if known, else its planned limit
     pool_known: bool  # the framework reported the pool (else it is the plan's limit)
     overhead: Overhead | None  # measured now if possible, else what the plan set aside
-    reason: str | None  # a phrase, when own_bytes is over budget_bytes
+    reason: Said | None  # a phrase, when own_bytes is over budget_bytes
 
     @property
     def over_bytes(self) -> int:
@@ -94,7 +94,7 @@ def breakdown(
     framework: str,
     strict: bool,
     in_force: bool,
-    why_not: str | None,
+    why_not: Said | None,
     hidden: bool,
     pool: int | None,
     measured: Overhead | None,
@@ -110,38 +110,43 @@ def breakdown(
     over = own_bytes is not None and budget is not None and own_bytes > budget
     reason = None
     if over and hidden:
-        reason = "on a GPU its policy hides: CUDA started here before the policy"
+        reason = Said("over_hidden_gpu")
     elif over and not in_force:
-        reason = f"the policy is not in force: {why_not}"
+        reason = Said("over_not_in_force", why=why_not or "")
     elif over:
         reason = _outside(own_bytes, pool_bytes, gpu, framework, strict)
     return Breakdown(budget, in_force and budget is not None, own_bytes, pool_bytes, pool is not None, overhead, reason)
 
 
-def _outside(own: int | None, pool: int | None, gpu: GpuPlan | None, framework: str, strict: bool) -> str:
+def _outside(own: int | None, pool: int | None, gpu: GpuPlan | None, framework: str, strict: bool) -> Said:
     """Why ``own``, with the budget in force, is over it, as a phrase: what lies outside the limit."""
     if pool is None or own is None:
-        return f"{framework} has no limit on this GPU"
+        return Said("no_limit_here", framework=framework)
     outside = own - pool
-    reason = f"CUDA context + cuDNN/cuBLAS: {format_mib(outside)} outside {framework}'s limit"
     if not strict:
-        return reason + " (strict=off sets nothing aside for them)"
+        return Said("over_outside_not_strict", outside_bytes=outside, framework=framework)
     if gpu is not None and outside > gpu.overhead_bytes:
         aside = gpu.overhead_bytes
-        reason += f", {format_mib(outside - aside)} more than the {format_mib(aside)} set aside"
-    return reason
+        return Said(
+            "over_outside_beyond_aside",
+            outside_bytes=outside,
+            framework=framework,
+            more_bytes=outside - aside,
+            aside_bytes=aside,
+        )
+    return Said("over_outside", outside_bytes=outside, framework=framework)
 
 
-def _why_not(state: State, started: bool) -> str:
+def _why_not(state: State, started: bool) -> Said:
     """Why a budget is not in force, as a phrase after "the policy is not in force: "."""
-    framework = state.framework or "the framework"
+    framework = state.framework or Said("the_framework")
     if state.no_gpu:
-        return f"{framework} uses no GPU (see %gpumem status)"
+        return Said("not_in_force_no_gpu", framework=framework)
     if started and not state.applied:
-        return f"{framework} started before it"
+        return Said("not_in_force_started", framework=framework)
     if not state.applied:
-        return f"it applies when {framework} is imported"
-    return f"{framework} has no limit on this GPU"
+        return Said("not_in_force_yet", framework=framework)
+    return Said("no_limit_here", framework=framework)
 
 
 def reading(

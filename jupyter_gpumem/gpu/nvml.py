@@ -20,19 +20,14 @@ import pynvml
 
 from jupyter_gpumem.gpu.host import in_host_pid_namespace
 from jupyter_gpumem.gpu.model import Device, GpuProcess, HostInfo, MigDevice, ProcessKind, Snapshot
+from jupyter_gpumem.words import Said
 
 T = TypeVar("T")
 
 log = logging.getLogger("jupyter_gpumem")
 
-NO_DRIVER = (
-    "No NVIDIA driver found (libnvidia-ml.so.1 could not be loaded), so there is no GPU to show. "
-    "The kernel works as usual; on a GPU machine, install the NVIDIA driver."
-)
-DRIVER_NOT_LOADED = (
-    "The NVIDIA driver is installed but not loaded (NVML: Driver Not Loaded), so there is no GPU to "
-    "show. The kernel works as usual; `nvidia-smi` in a terminal tells the same story."
-)
+NO_DRIVER = Said("no_driver")
+DRIVER_NOT_LOADED = Said("driver_not_loaded")
 
 
 # Given the PIDs NVML reported and the driver's name for a PID, what the host knows of them.
@@ -118,7 +113,7 @@ def _optional(call: Callable[..., T], *args: Any, function: str | None = None) -
         return None
 
 
-def _init() -> str | None:
+def _init() -> Said | None:
     """Start NVML once per process; returns a sentence when there is no driver to talk to."""
     global _initialised
     if _initialised:
@@ -130,7 +125,7 @@ def _init() -> str | None:
     except pynvml.NVMLError_DriverNotLoaded:
         return DRIVER_NOT_LOADED
     except pynvml.NVMLError as error:
-        return f"NVML could not start ({error}), so there is no GPU to show. The kernel works as usual."
+        return Said("nvml_not_started", error=str(error))
     _initialised = True
     _static.forget()  # a driver that went away may come back with other GPUs, or as another version
     _find_standin_marker()
@@ -293,7 +288,7 @@ def read(own_pid: int, host: HostLookup) -> Snapshot:
             return Snapshot(
                 taken_at=now,
                 own_pid=own_pid,
-                problem=f"NVML could not list the GPUs ({error}). The kernel works as usual.",
+                problem=Said("nvml_not_listing", error=str(error)),
             )
         simulated = _simulated_scenario()
         if (count, simulated) != _static.machine:

@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from jupyter_gpumem.gpu.model import Snapshot
 from jupyter_gpumem.units import format_duration
+from jupyter_gpumem.words import Said
 
 # How long a caller on the kernel's main thread waits for the driver by default (GpumemConfig.nvml_deadline_s).
 DEADLINE_S = 1.0
@@ -138,7 +139,7 @@ class Reader:
                 snapshot = Snapshot(
                     taken_at=time.time(),
                     own_pid=self._own_pid,
-                    problem=f"jupyter-gpumem could not read the GPUs ({type(error).__name__}: {error}).",
+                    problem=Said("reader_failed", error_type=type(error).__name__, error=str(error)),
                 )
             with self._changed:
                 self._since = None

@@ -1,0 +1,114 @@
+"""Codes on the wire, words at the surface (docs/protocol.md, "Codes and words").
+
+Every reason, problem and note is a code with its values (``{"code": "nvml_error", "values": {"error": "..."}}``);
+the catalogue of a language (``en.json``: code -> template) words it. The same file is the sidebar's and the hub
+page's catalogue, so a template is plain JSON: ``{name}`` is a value, ``{name:spec}`` a value in a given format.
+
+A value is a string (data, shown as it is: an error's text, a framework's name), a number (formatted here, never
+before: ``*_bytes`` in whole MiB, ``*_s`` as a duration, unless the spec says ``size`` or ``clock``), another
+code with its values (worded in its place), or a list of these (``{name:or}`` joins them with the catalogue's
+``join_or``, ``{name:and}`` with ``join_and``, ``{name:semicolon}`` with ``join_semicolon``). ``{name:clock}`` is a
+time of day, without seconds when the values' ``now`` is a minute or more before it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypedDict, Union
+
+from jupyter_gpumem.units import format_duration, format_gib_or_mib, format_mib
+
+CATALOGUE: dict[str, str] = json.loads((Path(__file__).parent / "en.json").read_text(encoding="utf-8"))
+PLACEHOLDER = re.compile(r"\{(\w+)(?::(\w+))?\}")
+JOINS = ("or", "and", "semicolon")
+
+Value = Union[str, int, float, "Said", Sequence[Union[str, "Said"]]]
+
+
+class SaidJson(TypedDict):
+    """A code and its values as the wire carries them (comm.v1.json ``$defs/said``)."""
+
+    code: str
+    values: dict[str, Any]
+
+
+class Said(str):
+    """A phrase or sentence that knows its code and values. As a ``str`` it is its English words, what every
+    surface of this process shows and what the wire's sentence fields carry for readers of older releases;
+    ``wire()`` is the code and values a reader of this release words itself."""
+
+    code: str
+    values: Mapping[str, Value]
+
+    def __new__(cls, code: str, **values: Value) -> Said:
+        said = super().__new__(cls, word(code, values))
+        said.code, said.values = code, values
+        return said
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle: a Said is made from its code, never its words
+        return _said, (self.code, dict(self.values))
+
+    def wire(self) -> SaidJson:
+        return {"code": self.code, "values": {k: _wire_value(v) for k, v in self.values.items()}}
+
+
+def _said(code: str, values: dict[str, Value]) -> Said:
+    return Said(code, **values)
+
+
+def _wire_value(value: Value) -> Any:
+    if isinstance(value, Said):
+        return value.wire()
+    if isinstance(value, list | tuple):
+        return [_wire_value(v) for v in value]
+    return value
+
+
+def wire(text: str | None) -> SaidJson | None:
+    """The code and values of a sentence field, for the field beside it; None for no sentence, or one that is
+    not a Said (an older kernel's, read from its report)."""
+    return text.wire() if isinstance(text, Said) else None
+
+
+def word(code: str, values: Mapping[str, Any], catalogue: Mapping[str, str] = CATALOGUE) -> str:
+    """The words of ``code`` with ``values``, as a catalogue has them. A value a template names and the values
+    leave out is a programming error (KeyError); tests/words checks every producer sends them."""
+
+    def one(match: re.Match[str]) -> str:
+        name, spec = match.group(1), match.group(2)
+        return _format(name, values[name], spec, values, catalogue)
+
+    return PLACEHOLDER.sub(one, catalogue[code])
+
+
+def word_wire(said: Mapping[str, Any], catalogue: Mapping[str, str] = CATALOGUE) -> str:
+    """The words of a code and its values as they came off the wire (``wire()``'s shape)."""
+    return word(said["code"], said.get("values") or {}, catalogue)
+
+
+def _format(name: str, value: Any, spec: str | None, values: Mapping[str, Any], catalogue: Mapping[str, str]) -> str:
+    if isinstance(value, Mapping):
+        return word_wire(value, catalogue)
+    if isinstance(value, str):  # a Said is its words already; any other string is data
+        return value
+    if isinstance(value, list | tuple):
+        assert spec in JOINS, f"{name}: a list needs a join ({', '.join(JOINS)})"
+        return catalogue[f"join_{spec}"].join(_format(name, v, None, values, catalogue) for v in value)
+    if spec == "size":
+        return format_gib_or_mib(value)
+    if spec == "clock":
+        return clock(value, values.get("now"))
+    if spec == "mib" or name.endswith("_bytes"):
+        return format_mib(value)
+    if name.endswith("_s"):
+        return format_duration(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def clock(t: float, now: float | None = None) -> str:
+    """A local time of day: "14:05", with seconds when less than a minute from ``now`` (always without one)."""
+    return time.strftime("%H:%M" if now is not None and t - now >= 60 else "%H:%M:%S", time.localtime(t))
