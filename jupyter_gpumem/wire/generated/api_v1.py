@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, TypeAlias, TypedDict
 
 from typing_extensions import NotRequired
 
@@ -26,6 +26,30 @@ class OtherProcess(TypedDict):
     """
     Its GPU memory; null: N/A.
     """
+
+
+KernelStatus: TypeAlias = Literal["reporting", "stale", "not_reporting"]
+"""
+Its report file is fresh / older than stale_after_s / missing or unreadable.
+"""
+
+
+PolicyState: TypeAlias = Literal["recorded", "in_force", "not_in_force"] | None
+"""
+As the kernel says (docs/protocol.md); null unless reporting.
+"""
+
+
+OverheadSource: TypeAlias = Literal["estimated", "remembered", "measured"] | None
+"""
+As the kernel says (docs/protocol.md).
+"""
+
+
+LimitKind: TypeAlias = Literal["mig", "mps", "cooperative"] | None
+"""
+Which limit holds it there: mig / mps (hard) or cooperative; null: none. Added after the first release: absent means null.
+"""
 
 
 class KernelGpu(TypedDict):
@@ -69,7 +93,7 @@ class KernelGpu(TypedDict):
     """
     As the kernel says (docs/protocol.md).
     """
-    overhead_source: Literal["estimated", "remembered", "measured"] | None
+    overhead_source: OverheadSource
     """
     As the kernel says (docs/protocol.md).
     """
@@ -81,7 +105,7 @@ class KernelGpu(TypedDict):
     """
     As the kernel says (docs/protocol.md).
     """
-    limit_kind: NotRequired[Literal["mig", "mps", "cooperative"] | None]
+    limit_kind: NotRequired[LimitKind]
     """
     Which limit holds it there: mig / mps (hard) or cooperative; null: none. Added after the first release: absent means null.
     """
@@ -159,7 +183,7 @@ class ServerKernel(TypedDict):
     """
     The kernel manager's PID for it; null: not known.
     """
-    status: Literal["reporting", "stale", "not_reporting"]
+    status: KernelStatus
     """
     Its report file is fresh / older than stale_after_s / missing or unreadable.
     """
@@ -175,7 +199,7 @@ class ServerKernel(TypedDict):
     """
     As the kernel says (docs/protocol.md); null unless reporting.
     """
-    policy_state: Literal["recorded", "in_force", "not_in_force"] | None
+    policy_state: PolicyState
     """
     As the kernel says (docs/protocol.md); null unless reporting.
     """

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, TypeAlias, TypedDict
 
 from typing_extensions import NotRequired
 
@@ -43,6 +43,36 @@ class Configure(TypedDict):
     """
     The history window in seconds.
     """
+
+
+PolicyState: TypeAlias = Literal["recorded", "in_force", "not_in_force"] | None
+"""
+recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
+"""
+
+
+PidNamespace: TypeAlias = Literal["host", "translated", "untranslated", "unlisted"] | None
+"""
+Where this kernel stands towards the PIDs NVML reports (docs/containers.md); null: no GPU to tell it from. Absent means null.
+"""
+
+
+OwnSource: TypeAlias = Literal["exact", "matched", "estimated", "unknown"] | None
+"""
+What own_bytes rests on (docs/containers.md): exact: NVML lists this kernel's PID (or its PIDs are this namespace's and it is not listed: 0); matched: the one listed process of another namespace that appeared when the framework started and follows its pool; estimated: the framework's pool plus the overhead; unknown: own_bytes is null. Absent or null from an older kernel: shown without a label.
+"""
+
+
+LimitKind: TypeAlias = Literal["mig", "mps", "cooperative"] | None
+"""
+What limits this kernel's memory on it: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. Absent means null.
+"""
+
+
+OverheadSource: TypeAlias = Literal["estimated", "remembered", "measured"] | None
+"""
+estimated: per GPU generation; remembered: measured by an earlier kernel on this GPU model, driver and framework version; measured: by this kernel; null without a plan. Added after the first release: absent means null.
+"""
 
 
 class GpuProcess(TypedDict):
@@ -103,12 +133,18 @@ class UserShare(TypedDict):
     """
 
 
+NoticeKind: TypeAlias = Literal["idle_warning", "idle_shutdown"]
+"""
+idle_warning: idle_warn_minutes idle; idle_shutdown: idle_shutdown_minutes idle, the kernel is being shut down.
+"""
+
+
 class Notice(TypedDict):
     """
     What the Jupyter server tells this kernel's user now (its idle culler, docs/hub.md), as the server's notice file says it.
     """
 
-    kind: Literal["idle_warning", "idle_shutdown"]
+    kind: NoticeKind
     """
     idle_warning: idle_warn_minutes idle; idle_shutdown: idle_shutdown_minutes idle, the kernel is being shut down.
     """
@@ -209,7 +245,7 @@ class SampleGpu(TypedDict):
     """
     This kernel's memory on it as nvidia-smi counts it, as attributed (own_source). Null: not known (never 0).
     """
-    own_source: NotRequired[Literal["exact", "matched", "estimated", "unknown"] | None]
+    own_source: NotRequired[OwnSource]
     """
     What own_bytes rests on (docs/containers.md): exact: NVML lists this kernel's PID (or its PIDs are this namespace's and it is not listed: 0); matched: the one listed process of another namespace that appeared when the framework started and follows its pool; estimated: the framework's pool plus the overhead; unknown: own_bytes is null. Absent or null from an older kernel: shown without a label.
     """
@@ -229,7 +265,7 @@ class SampleGpu(TypedDict):
     """
     In a container whose driver hides processes: memory in use that no listed process accounts for ('not listed'); null otherwise. Absent means null.
     """
-    limit_kind: NotRequired[Literal["mig", "mps", "cooperative"] | None]
+    limit_kind: NotRequired[LimitKind]
     """
     What limits this kernel's memory on it: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. Absent means null.
     """
@@ -261,7 +297,7 @@ class SampleGpu(TypedDict):
     """
     Memory outside the pool (CUDA context, libraries): this kernel's measurement, else what the plan set aside; null without a plan. Added after the first release: absent means null.
     """
-    overhead_source: NotRequired[Literal["estimated", "remembered", "measured"] | None]
+    overhead_source: NotRequired[OverheadSource]
     """
     estimated: per GPU generation; remembered: measured by an earlier kernel on this GPU model, driver and framework version; measured: by this kernel; null without a plan. Added after the first release: absent means null.
     """
@@ -316,7 +352,7 @@ class Sample(TypedDict):
     """
     The kernel's policy as %gpumem shows it ('fraction=0.5 gpus=1'); null: none.
     """
-    policy_state: NotRequired[Literal["recorded", "in_force", "not_in_force"] | None]
+    policy_state: NotRequired[PolicyState]
     """
     recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
     """
@@ -336,7 +372,7 @@ class Sample(TypedDict):
     """
     What the framework(s) take of a GPU without a budget, a phrase that starts with the framework's name; null: not known. Absent means null.
     """
-    pid_namespace: NotRequired[Literal["host", "translated", "untranslated", "unlisted"] | None]
+    pid_namespace: NotRequired[PidNamespace]
     """
     Where this kernel stands towards the PIDs NVML reports (docs/containers.md); null: no GPU to tell it from. Absent means null.
     """
