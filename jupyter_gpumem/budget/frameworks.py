@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from jupyter_gpumem.words import Said
+
 if TYPE_CHECKING:
     from jupyter_gpumem.budget.plan import Plan
 
@@ -18,12 +20,12 @@ class Framework(Protocol):
     name: str  # for people: "TensorFlow"
     module: str  # for imports: "tensorflow"
     library_bytes: int  # its libraries' handles and workspaces per GPU, outside the allocator (estimate)
-    takes: str  # what it takes of a GPU without a policy, after its name
+    takes: Said  # what it takes of a GPU without a policy, after its name
     placing: str  # how code places work on GPU 1
     free_earlier: str | None  # how to free tensors of earlier cells from its pool; None: it has no pool
 
     @property
-    def default_phrase(self) -> str: ...
+    def default_phrase(self) -> Said: ...
 
     def imported(self) -> bool: ...
 

@@ -20,6 +20,7 @@ from typing import Literal
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.units import GiB, MiB, format_mib
+from jupyter_gpumem.words import Said
 
 Kind = Literal["mig", "mps", "cooperative"]
 
@@ -40,26 +41,24 @@ def parse_pinned(text: str) -> dict[int, int]:
     """``"0=1G,1=512MB"`` -> {0: 1 GiB, 1: 512 MiB}: bytes per CUDA device ordinal. Units K, M, G, T, with or
     without B, as powers of 1024. Raises PinnedError (the sentence) for anything else."""
 
-    def refuse(why: str) -> PinnedError:
-        return PinnedError(
-            f"{PINNED}={text} is not in the form {FORM} ({why}), so jupyter-gpumem cannot tell this process's MPS limit"
-        )
+    def refuse(why: Said) -> PinnedError:
+        return PinnedError(Said("mps_limit_unreadable", variable=PINNED, text=text, form=FORM, why=why))
 
     limits: dict[int, int] = {}
     if not text.strip():
-        raise refuse("it is empty")
+        raise refuse(Said("mps_limit_empty"))
     for item in text.split(","):
         ordinal, sep, size = (part.strip() for part in item.partition("="))
         if not sep or not ordinal.isdigit():
-            raise refuse(f"{item.strip()!r} does not start with a device ordinal and '='")
+            raise refuse(Said("mps_limit_no_ordinal", item=repr(item.strip())))
         found = _SIZE.fullmatch(size)
         if found is None:
-            raise refuse(f"{size!r} is not a size with a unit: K, M, G or T")
+            raise refuse(Said("mps_limit_no_unit", size=repr(size)))
         amount = int(float(found[1]) * _SCALE[found[2].upper()])
         if amount <= 0:
-            raise refuse(f"the limit of device {ordinal} is zero")
+            raise refuse(Said("mps_limit_zero", ordinal=ordinal))
         if int(ordinal) in limits:
-            raise refuse(f"device {ordinal} is given twice")
+            raise refuse(Said("mps_limit_twice", ordinal=ordinal))
         limits[int(ordinal)] = amount
     return limits
 
@@ -125,7 +124,7 @@ class Limits:
     gpus: dict[str, Limit] = field(default_factory=dict)
     mps_server: bool = False
     pinned: dict[int, int] | None = None  # this process's MPS limits by CUDA ordinal, when set and readable
-    problems: tuple[str, ...] = ()  # sentences: a limit that cannot be read, or one that limits nothing
+    problems: tuple[Said, ...] = ()  # sentences: a limit that cannot be read, or one that limits nothing
 
 
 def read(snapshot: Snapshot, environ: Mapping[str, str] | None, budgets: Mapping[str, int | None]) -> Limits:
@@ -133,19 +132,16 @@ def read(snapshot: Snapshot, environ: Mapping[str, str] | None, budgets: Mapping
     looked at); ``budgets``: %gpumem's budget per GPU (uuid)."""
     server = environ is not None and mps_server(environ)
     environ = environ or {}
-    problems = []
+    problems: list[Said] = []
     pinned = None
     text = environ.get(PINNED)
     if text is not None:
         try:
             pinned = parse_pinned(text)
         except PinnedError as error:
-            problems.append(f"{error}.")
+            problems.append(Said("sentence", phrase=error.args[0]))
         if pinned and not server:
-            problems.append(
-                f"{PINNED} is set, but no MPS server is in use here (no control pipe in {mps_pipe(environ)}), "
-                "so it limits nothing."
-            )
+            problems.append(Said("mps_limit_without_server", variable=PINNED, pipe=str(mps_pipe(environ))))
     order = cuda_order(environ.get("CUDA_VISIBLE_DEVICES"), [(d.index, d.uuid) for d in snapshot.devices if d.uuid])
     gpus = {}
     for device in snapshot.devices:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from jupyter_gpumem.budget.frameworks import Framework, label
 from jupyter_gpumem.budget.plan import Ceiling, Plan
 from jupyter_gpumem.budget.policy import Policy
+from jupyter_gpumem.words import Said
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,11 @@ class State:
         return label(self.adapters, "and" if self.together else "or")[0]
 
     @property
-    def takes(self) -> str:
+    def takes(self) -> Said:
         """What the framework(s) take of a GPU without a budget, as a sentence's end."""
         if len(self.adapters) == 1:
             return self.adapters[0].default_phrase
-        return "each framework takes its default when it starts: " + "; ".join(a.default_phrase for a in self.adapters)
+        return Said("takes_each", defaults=[a.default_phrase for a in self.adapters])
 
     @property
     def imports(self) -> str:

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
+from jupyter_gpumem.words import Said
 
 
 class Released(NamedTuple):
@@ -26,15 +27,15 @@ class Adapter(ABC):
     module: str  # for imports: "tensorflow"
     distributions: tuple[str, ...]  # the packages that install the module, for its version before import
     library_bytes: int  # its libraries' handles and workspaces per GPU, outside the allocator (estimate)
-    takes: str  # what it takes of a GPU without a policy, after its name: "takes nearly all ..."
+    takes: Said  # what it takes of a GPU without a policy, after its name: "takes nearly all ..."
     array_modules: tuple[str, ...]  # the top-level modules its arrays' types come from
     placing: str  # how code places work on GPU 1, which users take for choosing the GPU
     free_earlier: str | None  # how to free tensors of earlier cells from its pool; None: it has no pool to free
 
     @property
-    def default_phrase(self) -> str:
+    def default_phrase(self) -> Said:
         """ "TensorFlow takes nearly all ..." """
-        return f"{self.name} {self.takes}"
+        return Said("framework_takes", framework=self.name, takes=self.takes)
 
     def imported(self) -> bool:
         return self.module in sys.modules

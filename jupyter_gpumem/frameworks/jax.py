@@ -19,6 +19,7 @@ from jupyter_gpumem.frameworks.base import Adapter, Released, installed_version
 from jupyter_gpumem.frameworks.base import fraction_of as _fraction
 from jupyter_gpumem.frameworks.base import one_fraction as pool_fraction
 from jupyter_gpumem.units import MiB
+from jupyter_gpumem.words import Said
 
 # cuBLAS/cuDNN handles and XLA's autotuning workspaces per GPU, outside its allocator pool.
 LIBRARY_BYTES = 150 * MiB
@@ -31,7 +32,7 @@ class Jax(Adapter):
     module = "jax"
     distributions = ("jax",)
     library_bytes = LIBRARY_BYTES
-    takes = "takes 75% of the memory of every GPU it can see when it starts (and keeps it)"
+    takes = Said("takes_jax")
     array_modules = ("jax", "jaxlib")
     placing = "jax.device_put(x, jax.devices()[1])"
     free_earlier = "del them (JAX frees an array's memory when its last reference goes)"

@@ -24,6 +24,7 @@ from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter, PeakKeeper, Released, one_fraction
 from jupyter_gpumem.units import MiB, format_mib
+from jupyter_gpumem.words import Said
 
 # cuBLAS/cuDNN handles and workspaces PyTorch creates per GPU on first use, outside its allocator.
 LIBRARY_BYTES = 100 * MiB
@@ -123,7 +124,7 @@ class PyTorch(Adapter):
     module = "torch"
     distributions = ("torch",)
     library_bytes = LIBRARY_BYTES
-    takes = "takes what its tensors need on every GPU it uses, without a cap, and keeps what they free cached"
+    takes = Said("takes_pytorch")
     array_modules = ("torch",)
     placing = 'torch.device("cuda:1")'
     free_earlier = None  # no pool taken at start: what tensors free stays cached (fragmentation is its cause)

@@ -16,6 +16,7 @@ from jupyter_gpumem.budget.frameworks import Allocator
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter, PeakKeeper, Released
 from jupyter_gpumem.units import MiB, format_mib
+from jupyter_gpumem.words import Said
 
 # cuDNN/cuBLAS handles and workspaces TensorFlow creates with each GPU device, on top of the CUDA
 # context (overhead.py); none of it is inside its memory_limit.
@@ -110,7 +111,7 @@ class TensorFlow(Adapter):
     module = "tensorflow"
     distributions = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tf-nightly")
     library_bytes = LIBRARY_BYTES
-    takes = "takes nearly all the memory of every GPU it can see when it starts (and keeps it)"
+    takes = Said("takes_tensorflow")
     array_modules = ("tensorflow",)
     placing = 'tf.device("/gpu:1")'
     free_earlier = "del them and call tf.keras.backend.clear_session()"

@@ -15,6 +15,7 @@ from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.gpu.model import Snapshot
 from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.units import format_mib, format_percent
+from jupyter_gpumem.words import Said
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -158,16 +159,17 @@ def forgotten(policy: Policy, state: State) -> list[str]:
     return [f"jupyter-gpumem: forgot {policy.describe()}; {defaults}."]
 
 
-def policy_note(state: State, started: bool) -> str | None:
+def policy_note(state: State, started: bool) -> Said | None:
     """One sentence next to the policy wherever it is shown (the sidebar): where it stands."""
     if state.plan is None:
         return None
+    if state.applied and state.no_gpu:
+        return Said("policy_in_force_nowhere", why=state.no_gpu)
     if state.applied:
-        return state.no_gpu or f"in force in {state.frameworks}"
+        return Said("policy_in_force", frameworks=state.frameworks)
     if started:
-        return f"not in force: {state.frameworks} started before it; restart the kernel and run %gpumem first"
-    imports = " or ".join(f'"import {a.module}"' for a in state.adapters)  # plain text: the sidebar shows it
-    return f"applies when {imports} completes"
+        return Said("policy_started_first", frameworks=state.frameworks)
+    return Said("policy_applies_on_import", imports=[Said("import_statement", module=a.module) for a in state.adapters])
 
 
 def policy_state(state: State, started: bool) -> str | None:
@@ -256,7 +258,7 @@ def limit_lines(reading: Reading) -> list[str]:
     return [*lines, f"  {offer}"] if offer else lines
 
 
-def mps_offer(reading: Reading) -> str | None:
+def mps_offer(reading: Reading) -> Said | None:
     """Where an MPS server is in use, no MPS limit is set and CUDA has not started: how to make the budget a
     hard cap."""
     limits, state = reading.limits, reading.state
@@ -265,13 +267,10 @@ def mps_offer(reading: Reading) -> str | None:
     budget = state.plan is not None and any(g.budget_bytes is not None for g in state.plan.gpus)
     asked = f"%gpumem {state.policy.describe()} mps=on" if budget and not state.policy.is_empty else None
     example = asked or ("%gpumem mps=on" if budget else "%gpumem fraction=0.4 mps=on")
-    return (
-        f"An MPS server is in use here: {example}, before CUDA starts, makes the budget a hard cap for this "
-        "process (docs/containers.md)."
-    )
+    return Said("mps_offer", example=example)
 
 
-def limit_note(reading: Reading) -> str | None:
+def limit_note(reading: Reading) -> Said | None:
     """One sentence about hard limits for the sidebar: what cannot be read, else the MPS offer."""
     return reading.limits.problems[0] if reading.limits.problems else mps_offer(reading)
 

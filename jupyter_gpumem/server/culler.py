@@ -32,13 +32,12 @@ The timeline of one episode, with warn = N and shutdown = M (seconds here, minut
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 from jupyter_gpumem.server.figures import Figures, Kernel
-from jupyter_gpumem.units import format_duration, format_gib_or_mib
+from jupyter_gpumem.words import Said
 
 # Between the shutdown notice and the shutdown: the kernel samples (and relays the notice) every second,
 # so this gives it at least two samples to show the user why.
@@ -156,31 +155,28 @@ def _noticed(episode: Episode) -> bool:
 
 def notice(action: Action, now: float) -> dict[str, object]:
     """The notice file's content for a warn or shutdown_notice action decided at ``now`` (docs/server.md)."""
-    held = format_gib_or_mib(action.held_bytes)
-    idle = format_duration(action.idle_s)
+    held, idle = action.held_bytes, action.idle_s
     if action.kind == "warn" and action.shutdown_at is None:
-        kind = "idle_warning"
-        text = (
-            f"This kernel has held {held} of GPU memory while idle for {idle}; others may be waiting for that GPU. "
-            "Restart the kernel when you are done, to give the memory back."
-        )
+        kind, text = "idle_warning", Said("idle_warning", held_bytes=held, idle_s=idle)
     elif action.kind == "warn" and action.shutdown_at is not None:
         kind = "idle_warning"
-        idle_then = format_duration(action.shutdown_at - (now - action.idle_s))
-        text = (
-            f"This kernel has held {held} of GPU memory while idle for {idle}; it will be shut down at "
-            f"{clock(action.shutdown_at, now)} (after {idle_then} idle) unless it runs something. Save your work; "
-            "restart it when you need the GPU again."
+        idle_then = action.shutdown_at - (now - action.idle_s)
+        text = Said(
+            "idle_warning_shutdown",
+            held_bytes=held,
+            idle_s=idle,
+            shutdown_at=action.shutdown_at,
+            now=now,
+            then_s=idle_then,
         )
     else:
-        kind = "idle_shutdown"
-        text = (
-            f"This kernel is being shut down: it has held {held} of GPU memory while idle for {idle}. "
-            "Restart it when you need the GPU again."
-        )
-    return {"protocol": 1, "type": "notice", "t": now, "kind": kind, "text": text, "shutdown_at": action.shutdown_at}
-
-
-def clock(t: float, now: float) -> str:
-    """The server's local time of day: "14:05" (with seconds when less than a minute from ``now``)."""
-    return time.strftime("%H:%M" if t - now >= 60 else "%H:%M:%S", time.localtime(t))
+        kind, text = "idle_shutdown", Said("idle_shutdown", held_bytes=held, idle_s=idle)
+    return {
+        "protocol": 1,
+        "type": "notice",
+        "t": now,
+        "kind": kind,
+        "text": text,
+        "text_said": text.wire(),
+        "shutdown_at": action.shutdown_at,
+    }

@@ -37,6 +37,7 @@ from jupyter_gpumem.server.figures import EMPTY, Figures, KernelSource, Privacy,
 from jupyter_gpumem.units import format_duration, format_gib_or_mib
 from jupyter_gpumem.wire.report import REPORT, Report, notice_path, report_path
 from jupyter_gpumem.wire.schemas import release
+from jupyter_gpumem.words import clock
 
 # Between two steps of a reading the thread sleeps this long, so the event loop's thread gets the GIL
 # if it is waiting: otherwise it would wait up to the interpreter's switch interval (5 ms) for a thread
@@ -144,7 +145,7 @@ class Watcher:
             if action.kind == "warn":
                 self._write_notice(action, now)
                 at = action.shutdown_at
-                then = "" if at is None else f", to be shut down at {culler.clock(at, now)}"
+                then = "" if at is None else f", to be shut down at {clock(at, now)}"
                 self.log.warning(
                     "jupyter-gpumem: kernel %s has held %s of GPU memory while idle for %s "
                     "(GpumemServer.idle_warn_minutes=%g): warned in its notebook%s",

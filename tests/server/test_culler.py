@@ -23,6 +23,7 @@ from jupyter_gpumem.server.culler import GRACE_S, Action, Episode, Settings, dec
 from jupyter_gpumem.server.figures import Figures, Kernel, KernelGpu
 from jupyter_gpumem.units import GiB, MiB
 from jupyter_gpumem.wire.report import notice_path
+from jupyter_gpumem.words import word_wire
 
 pytestmark = pytest.mark.server
 
@@ -78,7 +79,12 @@ def test_the_warning_says_when_and_the_notice_files_content_is_exactly_the_proto
     assert warn == Action("warn", "k1", 3 * GiB, 30 * 60, T0 + 60 * 60)
     assert state == {"k1": Episode(T0, warned_at=T0 + 30 * 60, shutdown_at=T0 + 60 * 60)}
     content = notice(warn, T0 + 30 * 60)
-    assert set(content) == {"protocol", "type", "t", "kind", "text", "shutdown_at"}
+    assert set(content) == {"protocol", "type", "t", "kind", "text", "text_said", "shutdown_at"}
+    assert content["text_said"] == {
+        "code": "idle_warning_shutdown",
+        "values": {"held_bytes": 3 * GiB, "idle_s": 30 * 60, "shutdown_at": T0 + 60 * 60, "now": T0 + 30 * 60,
+                   "then_s": 60 * 60},
+    }  # fmt: skip
     assert (content["protocol"], content["type"], content["kind"]) == (1, "notice", "idle_warning")
     assert (content["t"], content["shutdown_at"]) == (T0 + 30 * 60, T0 + 60 * 60)
     clock = time.strftime("%H:%M", time.localtime(T0 + 60 * 60))
@@ -282,9 +288,10 @@ def test_a_real_server_warns_then_shuts_down_an_idle_kernel_holding_memory_and_l
     server.set_scenario(scenario(pids, holding="acd"))
     warned = wait_for(lambda: notice_of(server, a), 30, "kernel A's warning")
     assert warned["kind"] == "idle_warning", warned
-    assert set(warned) == {"protocol", "type", "t", "kind", "text", "shutdown_at"}
+    assert set(warned) == {"protocol", "type", "t", "kind", "text", "text_said", "shutdown_at"}
     assert (warned["protocol"], warned["type"]) == (1, "notice")
     assert "This kernel has held 1.5 GiB of GPU memory while idle for" in warned["text"]
+    assert word_wire(warned["text_said"]) == warned["text"]
     assert warned["shutdown_at"] >= warned["t"] + (SHUTDOWN_S - WARN_S) - 0.01
 
     told = wait_for(lambda: (n := notice_of(server, a)) and n["kind"] == "idle_shutdown" and n, 30, "A's notice")
