@@ -25,17 +25,18 @@ from jupyter_gpumem.wire.comm import (
     INTERVAL_RANGE_S,
     PROTOCOL,
     TABLE,
-    Gpu,
     Hello,
     Notice,
-    Others,
+    OtherUsers,
     PolicyState,
     Sample,
+    SampleGpu,
     SampleMessage,
     UserShare,
 )
 from jupyter_gpumem.wire.comm import Cell as CellSpan
 from jupyter_gpumem.wire.comm import Configure as ConfigureMessage
+from jupyter_gpumem.words import wire
 
 
 class ProtocolError(ValueError):
@@ -48,18 +49,25 @@ def encode_sample(reading: Reading, notice: Notice | None = None, cells: list[Ce
     snapshot, state = reading.snapshot, reading.state
     plan = state.plan
     hidden = {d.uuid for d in plan.hidden} if plan else set()
+    # Each sentence goes twice: in English for readers of older releases, and as its code and values (``*_said``)
+    # that a reader of this release words itself (docs/protocol.md, "Codes and words").
+    note, takes, limit_note = messages.policy_note(state, reading.started), state.takes, messages.limit_note(reading)
     sample: Sample = {
         "t": round(snapshot.taken_at, 3),
         "problem": snapshot.problem,
+        "problem_said": wire(snapshot.problem),
         "simulated": snapshot.simulated_scenario,
         "policy": plan.policy.describe() if plan and not plan.policy.is_empty else None,
         "policy_state": cast(PolicyState | None, messages.policy_state(state, reading.started)),
-        "policy_note": messages.policy_note(state, reading.started),
+        "policy_note": note,
+        "policy_note_said": wire(note),
         "framework": state.framework,
         "framework_started": reading.started,
-        "takes": state.takes,
+        "takes": takes,
+        "takes_said": wire(takes),
         "pid_namespace": reading.stance,
-        "limit_note": messages.limit_note(reading),
+        "limit_note": limit_note,
+        "limit_note_said": wire(limit_note),
         "gpus": [_encode_device(d, reading, d.uuid in hidden) for d in snapshot.devices],
         "notice": notice,
     }
@@ -70,7 +78,7 @@ def encode_sample(reading: Reading, notice: Notice | None = None, cells: list[Ce
     return sample
 
 
-def _encode_device(device: Device, reading: Reading, hidden: bool) -> Gpu:
+def _encode_device(device: Device, reading: Reading, hidden: bool) -> SampleGpu:
     uuid = device.uuid or ""
     allocator = reading.allocators.get(uuid)
     split = reading.breakdowns.get(uuid)
@@ -89,6 +97,7 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> Gpu:
         "own_bytes": own.bytes,
         "own_source": own.source,
         "own_reason": own.reason,
+        "own_reason_said": wire(own.reason),
         "own_pid": own.pid,
         "own_candidates": own.candidates,
         "unlisted_bytes": unlisted_bytes(device, reading.stance),
@@ -102,6 +111,7 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> Gpu:
         "overhead_bytes": overhead.bytes if overhead else None,
         "overhead_source": overhead.source if overhead else None,
         "over_reason": split.reason if split else None,
+        "over_reason_said": wire(split.reason if split else None),
         "framework_bytes": allocator.in_use if allocator else None,
         "framework_peak_bytes": allocator.peak if allocator else None,
         "processes_known": device.processes_known,
@@ -123,7 +133,7 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> Gpu:
     }
 
 
-def _encode_others(others: OthersFigure | None) -> Others | None:
+def _encode_others(others: OthersFigure | None) -> OtherUsers | None:
     if others is None:
         return None
     users: list[UserShare] | None = None
@@ -134,7 +144,7 @@ def _encode_others(others: OthersFigure | None) -> Others | None:
 
 def figures_only(sample: Sample) -> Sample:
     """The sample as history keeps it: the charted figures, without the process table and the notice."""
-    gpus = [cast(Gpu, {k: v for k, v in g.items() if k not in TABLE}) for g in sample["gpus"]]
+    gpus = [cast(SampleGpu, {k: v for k, v in g.items() if k not in TABLE}) for g in sample["gpus"]]
     return cast(Sample, {**{k: v for k, v in sample.items() if k != "notice"}, "gpus": gpus})
 
 
