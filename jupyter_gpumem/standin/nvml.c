@@ -12,10 +12,15 @@
  * `driver stall=1` makes every query wait until the scenario no longer says so: a driver that stalls (after
  * an Xid error, a GPU falling off the bus) and comes back, re-read every 20 ms while it waits.
  *
+ * A process line's `pid=kernel` names the oldest IPython kernel reading the same scenario file, found in /proc
+ * at nvmlInit and each nvmlDeviceGetCount: the Jupyter server, its kernels and any other reader of the
+ * scenario then agree which process holds that memory (`pid=self`, each reader itself, cannot say that).
+ *
  * Build with -DSTANDIN_NO_V3 to imitate a driver older than R470 that lacks the _v3 process queries,
  * and with -DSTANDIN_NO_MIG to imitate one older than R450 that lacks the MIG queries.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +88,7 @@ typedef struct device {
 typedef struct {
     int gpu;
     int graphics;
+    int is_kernel; /* pid=kernel: the pid is kernel_pid, and the process is not listed while there is none */
     unsigned int pid;
     unsigned long long used;
     unsigned int gi, ci;
@@ -94,6 +100,7 @@ static device_t gpus[MAX_GPUS];
 static device_t migs[MAX_GPUS][MAX_MIG];
 static process_t procs[MAX_PROCS];
 static int gpu_count, proc_count;
+static unsigned int kernel_pid; /* pid=kernel resolved (find_kernel); 0: no kernel reads this scenario */
 static int driver_loaded = 1;
 static char driver_version[MAX_TEXT] = "535.104.05";
 static int cuda_version = 12020;
@@ -237,6 +244,8 @@ static void parse_line(const char *line) {
             parse_device_key(dev, key, value);
         } else if (proc) {
             if (strcmp(key, "gpu") == 0) proc->gpu = atoi(value);
+            else if (strcmp(key, "pid") == 0 && strcmp(value, "kernel") == 0)
+                proc->is_kernel = 1;
             else if (strcmp(key, "pid") == 0)
                 proc->pid = strcmp(value, "self") == 0 ? (unsigned int)getpid() : (unsigned int)strtoul(value, NULL, 10);
             else if (strcmp(key, "used") == 0) proc->used = parse_bytes(value);
@@ -286,6 +295,111 @@ static int refresh_scenario(void) {
     loaded_once = 1;
     return NVML_SUCCESS;
 }
+
+/* ---------------------------------------------------------------- pid=kernel */
+
+/* The whole of a /proc file (their sizes read as 0); NULL when it cannot be read. The caller frees it. */
+static char *slurp(const char *path, size_t *length) {
+    FILE *file = fopen(path, "r");
+    size_t size = 4096, n = 0, got;
+    char *text = file ? malloc(size + 1) : NULL;
+    if (!text) {
+        if (file) fclose(file);
+        return NULL;
+    }
+    while ((got = fread(text + n, 1, size - n, file)) > 0) {
+        n += got;
+        if (n == size) {
+            char *bigger = realloc(text, 2 * size + 1);
+            if (!bigger) break;
+            text = bigger;
+            size *= 2;
+        }
+    }
+    fclose(file);
+    text[n] = '\0';
+    *length = n;
+    return text;
+}
+
+/* Whether one of the NUL-separated words of /proc/<pid>/<name> passes `wanted`. */
+static int any_word(unsigned int pid, const char *name, int (*wanted)(const char *word, const char *arg), const char *arg) {
+    char path[64];
+    size_t length;
+    char *text;
+    int found = 0;
+    snprintf(path, sizeof path, "/proc/%u/%s", pid, name);
+    if (!(text = slurp(path, &length))) return 0;
+    for (size_t at = 0; at < length && !found; at += strlen(text + at) + 1) found = wanted(text + at, arg);
+    free(text);
+    return found;
+}
+
+/* How `python -m ipykernel_launcher` (jupyter_client, VS Code) or `python -m ipykernel` starts a kernel. */
+static int starts_a_kernel(const char *word, const char *unused) {
+    size_t n = strlen(word), suffix = strlen("/ipykernel_launcher.py");
+    (void)unused;
+    return strcmp(word, "ipykernel_launcher") == 0 || strcmp(word, "ipykernel") == 0 ||
+           (n > suffix && strcmp(word + n - suffix, "/ipykernel_launcher.py") == 0);
+}
+
+static int names_scenario(const char *word, const char *scenario) {
+    size_t n = strlen("JUPYTER_GPUMEM_STANDIN_SCENARIO=");
+    return strncmp(word, "JUPYTER_GPUMEM_STANDIN_SCENARIO=", n) == 0 && strcmp(word + n, scenario) == 0;
+}
+
+/* When the process started (field 22 of /proc/<pid>/stat, after the command name in parentheses). */
+static unsigned long long start_time(unsigned int pid) {
+    char path[64];
+    size_t length;
+    unsigned long long start = ~0ULL;
+    char *text, *after;
+    snprintf(path, sizeof path, "/proc/%u/stat", pid);
+    if (!(text = slurp(path, &length))) return start;
+    if ((after = strrchr(text, ')')))
+        sscanf(after + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &start);
+    free(text);
+    return start;
+}
+
+/* The oldest process that runs an IPython kernel and whose environment names this scenario file. Environments
+ * show only for this user's processes (or to root): a kernel is one of the user's, like the server. Oldest, so
+ * the memory stays with the first notebook's kernel while others open; a restart hands it to the next one. */
+static unsigned int find_kernel(void) {
+    const char *scenario = scenario_path();
+    unsigned long long oldest = ~0ULL;
+    unsigned int found = 0;
+    struct dirent *entry;
+    DIR *proc = scenario ? opendir("/proc") : NULL;
+    if (!proc) return 0;
+    while ((entry = readdir(proc))) {
+        unsigned int pid = (unsigned int)strtoul(entry->d_name, NULL, 10);
+        unsigned long long start;
+        if (pid == 0 || !any_word(pid, "cmdline", starts_a_kernel, NULL) || !any_word(pid, "environ", names_scenario, scenario))
+            continue;
+        start = start_time(pid);
+        if (start < oldest || (start == oldest && pid < found)) {
+            oldest = start;
+            found = pid;
+        }
+    }
+    closedir(proc);
+    return found;
+}
+
+/* Finds the kernel again if the scenario has a pid=kernel line: kernels come and go. Call with the lock held. */
+static void resolve_kernel(void) {
+    for (int i = 0; i < proc_count; i++) {
+        if (procs[i].is_kernel) {
+            kernel_pid = find_kernel();
+            return;
+        }
+    }
+}
+
+static int listed(const process_t *proc) { return !proc->is_kernel || kernel_pid != 0; }
+
+static unsigned int pid_of(const process_t *proc) { return proc->is_kernel ? kernel_pid : proc->pid; }
 
 /* ---------------------------------------------------------------- entry points */
 
@@ -337,6 +451,7 @@ EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
     ret = refresh_scenario();
     if (ret == NVML_SUCCESS && !driver_loaded) ret = NVML_ERROR_DRIVER_NOT_LOADED;
     if (ret == NVML_SUCCESS) init_count++;
+    if (ret == NVML_SUCCESS) resolve_kernel();
     pthread_mutex_unlock(&lock);
     return ret;
 }
@@ -382,7 +497,7 @@ EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsig
     pthread_mutex_lock(&lock);
     if (!init_count) ret = NVML_ERROR_UNINITIALIZED;
     for (int i = 0; init_count && i < proc_count; i++) {
-        if (procs[i].pid == pid && procs[i].name[0]) {
+        if (listed(&procs[i]) && pid_of(&procs[i]) == pid && procs[i].name[0]) {
             ret = NVML_SUCCESS;
             copy_text(name, length, procs[i].name, &ret);
             break;
@@ -399,7 +514,10 @@ EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
     if (!init_count) ret = NVML_ERROR_UNINITIALIZED;
     else if (!count) ret = NVML_ERROR_INVALID_ARGUMENT;
     else if (refresh_scenario() != NVML_SUCCESS || !driver_loaded) ret = NVML_ERROR_DRIVER_NOT_LOADED;
-    else *count = (unsigned int)gpu_count;
+    else {
+        resolve_kernel();
+        *count = (unsigned int)gpu_count;
+    }
     pthread_mutex_unlock(&lock);
     return ret;
 }
@@ -517,15 +635,15 @@ static nvmlReturn_t running_processes(device_t *dev, int graphics, unsigned int 
     if (ret != NVML_SUCCESS) return ret;
     if (!count) return leave(NVML_ERROR_INVALID_ARGUMENT);
     for (int i = 0; i < proc_count; i++)
-        if (procs[i].gpu == dev->index && procs[i].graphics == graphics && !dev->is_mig) found++;
+        if (procs[i].gpu == dev->index && procs[i].graphics == graphics && !dev->is_mig && listed(&procs[i])) found++;
     if (found > *count || (found > 0 && !infos)) {
         *count = found;
         return leave(NVML_ERROR_INSUFFICIENT_SIZE);
     }
     *count = 0;
     for (int i = 0; i < proc_count; i++) {
-        if (procs[i].gpu != dev->index || procs[i].graphics != graphics || dev->is_mig) continue;
-        infos[*count].pid = procs[i].pid;
+        if (procs[i].gpu != dev->index || procs[i].graphics != graphics || dev->is_mig || !listed(&procs[i])) continue;
+        infos[*count].pid = pid_of(&procs[i]);
         infos[*count].usedGpuMemory = procs[i].used;
         infos[*count].gpuInstanceId = dev->mig_mode == 1 ? procs[i].gi : 0xFFFFFFFFu;
         infos[*count].computeInstanceId = dev->mig_mode == 1 ? procs[i].ci : 0xFFFFFFFFu;
