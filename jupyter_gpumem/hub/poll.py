@@ -29,6 +29,7 @@ from urllib.parse import urlencode, urlparse
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from jupyter_gpumem.hub.rows import Gpu, Row, gpus_of_server, rows_of_server, unreadable
+from jupyter_gpumem.words import Said
 
 log = logging.getLogger("jupyter_gpumem.hub")
 
@@ -189,7 +190,7 @@ class Poller:
             except _NotAnswering as error:
                 since = known.failing_since if known and known.failing_since is not None else now
                 good = known.good if known else None
-                why = f"not answering: {error}"
+                why = Said("not_answering", error=error.args[0])
                 shown = [replace(r, problem=why, stale_since=since) for r in good] if good else []
                 shown = shown or [replace(unreadable(*key, why), stale_since=since)]
                 self._servers[key] = _Server(shown, known.gpus if known else [], False, good, since)
@@ -241,9 +242,9 @@ class Poller:
             await asyncio.sleep(max(0.0, start + period - time.monotonic()))
 
 
-def _why(error: HTTPClientError, deadline_s: float) -> str:
+def _why(error: HTTPClientError, deadline_s: float) -> Said | str:
     if error.code == 599 and "timeout" in str(error).lower():
-        return f"no answer within {deadline_s:g} s"
+        return Said("no_answer_within", seconds=deadline_s)
     return f"{error.code} {error.message or ''}".strip()
 
 

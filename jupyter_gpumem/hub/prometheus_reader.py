@@ -31,6 +31,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from jupyter_gpumem.hub.poll import PollStats
 from jupyter_gpumem.hub.rows import ID, MAX_BYTES, MAX_GPUS, MAX_KERNELS, NAME, Gpu, Row, unreadable
+from jupyter_gpumem.words import Said
 
 log = logging.getLogger("jupyter_gpumem.hub")
 
@@ -353,7 +354,7 @@ class PrometheusReader:
             self._failing_since = self._failing_since or now
             shown = f"Prometheus at {self.url} cannot be read: {error}"
             self.problem = f"{shown}. The rows below are its last figures; check that Prometheus runs."
-            self.rows = [replace(r, problem=f"not answering: {error}", stale_since=self._failing_since)
+            self.rows = [replace(r, problem=Said("not_answering", error=str(error)), stale_since=self._failing_since)
                          for r in self._good]  # fmt: skip
             scraped = failed = 0
         else:

@@ -31,6 +31,7 @@ from jupyter_gpumem.hub.poll import Poller, write_targets
 from jupyter_gpumem.hub.prometheus_reader import PrometheusReader
 from jupyter_gpumem.hub.rows import Row
 from jupyter_gpumem.hub.summary import summary, texts
+from jupyter_gpumem.words import CATALOGUE, wire
 
 log = logging.getLogger("jupyter_gpumem.hub")
 
@@ -103,7 +104,13 @@ def render_metrics(rows: list[Row], t: float | None) -> bytes:
     return generate_latest(registry)
 
 
-PAGE = (Path(__file__).parent / "page.html").read_bytes()
+# The page words the rows' codes with the catalogue every surface words them with, inlined: one request, one file.
+PAGE = (
+    (Path(__file__).parent / "page.html")
+    .read_text(encoding="utf-8")
+    .replace("/*CATALOGUE*/{}", json.dumps(CATALOGUE, ensure_ascii=False).replace("</", "<\\/"))
+    .encode()
+)
 
 
 Source = Poller | PrometheusReader
@@ -114,7 +121,10 @@ def render_rows(poller: Source) -> bytes:
     sentence the page shows while it cannot be read)."""
     prometheus = poller.url if isinstance(poller, PrometheusReader) else None
     problem = poller.problem if isinstance(poller, PrometheusReader) else None
-    rows = [{**{f: getattr(r, f) for f in Row.__dataclass_fields__}, **texts(r)} for r in poller.rows]
+    rows = [
+        {**{f: getattr(r, f) for f in Row.__dataclass_fields__}, "problem_said": wire(r.problem), **texts(r)}
+        for r in poller.rows
+    ]
     return json.dumps(
         {
             "t": poller.t,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,11 @@ def produced() -> dict[str, set[frozenset[str]]]:
                 assert isinstance(code, ast.Constant), f"{path}:{node.lineno}: a Said's code is a literal"
                 names = frozenset(k.arg for k in node.keywords if k.arg is not None)
                 found.setdefault(code.value, set()).add(names)
+    # The hub page words the rows' times with codes of its own (a row's values, put in its words there).
+    for code in re.findall(r'code: "(\w+)"', (PACKAGE / "hub" / "page.html").read_text(encoding="utf-8")):
+        found.setdefault(code, set()).add(
+            frozenset({"since"} | ({"error"} if code == "not_answering_since" else set()))
+        )
     return found
 
 
