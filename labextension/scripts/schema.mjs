@@ -1,26 +1,99 @@
-// Writes labextension/src/wire/schema.ts: the comm protocol's JSON Schema (jupyter_gpumem/wire/schemas/comm.v1.json)
-// without its documentation, which protocol.ts checks every kernel message against (validate.ts), and this
-// release's version (package.json), which the sidebar names when it refuses a kernel of another protocol. Run by
-// `jlpm build:schema`; `--print` writes it to stdout instead, which tests/ts/schema.test.ts compares with
-// the committed file.
+// Writes two files of labextension/src/wire/ from the wire formats' JSON Schemas (jupyter_gpumem/wire/schemas/):
+//
+// - schema.ts: the comm protocol's schema (comm.v1.json) and the server's API's (api.v1.json, with the shapes
+//   it refers to in comm.v1.json and report.v1.json copied in), without their documentation: protocol.ts and
+//   api.ts check every message and body against them (validate.ts). And this release's version (package.json),
+//   which the sidebar names when it refuses a kernel of another protocol.
+// - types.ts: the TypeScript types of those shapes, by json-schema-to-typescript, each named after its schema's
+//   `title`. They are the values the readers give, not the JSON on the wire: protocol.ts and api.ts camelCase
+//   every key (camelize.ts) and fill in every absent property that has a `default` (validate.ts). So the types
+//   are generated from the schemas transformed alike: property names in camelCase, every property with a
+//   `default` required, and that default admitted by its type (`processes`: null where the kernel leaves it
+//   out). Configure is the one shape the sidebar writes rather than reads: it keeps the wire's names. Fields a
+//   reader does not know are not in the types (no index signatures): the reader ignores them.
+//
+// Run by `jlpm build:schema`; `--print schema.ts` (or types.ts) writes one to stdout instead, which
+// tests/ts/schema.test.ts compares with the committed file.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { compile } from 'json-schema-to-typescript';
 import * as prettier from 'prettier';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const SOURCE = join(ROOT, 'jupyter_gpumem', 'wire', 'schemas', 'comm.v1.json');
-const TARGET = join(ROOT, 'labextension', 'src', 'wire', 'schema.ts');
+const SCHEMAS = join(ROOT, 'jupyter_gpumem', 'wire', 'schemas');
+const WIRE = join(ROOT, 'labextension', 'src', 'wire');
 const PACKAGE = join(ROOT, 'package.json');
 // Words for people: the browser needs none of them (they would add 14 KB to the inline view's bundle).
 const DOCUMENTATION = new Set(['$schema', 'title', 'description']);
+// The shapes the sidebar writes (by their key in $defs): sent as they are, not camelCased.
+const WRITTEN = new Set(['configure']);
+
+const schema = name => JSON.parse(readFileSync(join(SCHEMAS, name), 'utf8'));
+const isObject = node =>
+  node !== null && typeof node === 'object' && !Array.isArray(node);
+
+/** `node` with each `$ref` to another file replaced by `external(file, name)` (a `#/$defs/name` there). */
+function resolveExternal(node, external) {
+  if (Array.isArray(node)) {
+    return node.map(item => resolveExternal(item, external));
+  }
+  if (!isObject(node)) {
+    return node;
+  }
+  if (typeof node.$ref === 'string' && !node.$ref.startsWith('#')) {
+    const [file, pointer] = node.$ref.split('#/$defs/');
+    return { ...external(file, pointer), ...omit(node, ['$ref']) };
+  }
+  return Object.fromEntries(
+    Object.entries(node).map(([key, value]) => [
+      key,
+      resolveExternal(value, external)
+    ])
+  );
+}
+
+const pick = (node, keys) =>
+  Object.fromEntries(
+    Object.entries(node).filter(([key]) => keys.includes(key))
+  );
+const omit = (node, keys) =>
+  Object.fromEntries(
+    Object.entries(node).filter(([key]) => !keys.includes(key))
+  );
+
+/** The API's schema whole, for the validator: the shapes it refers to in other files copied into its $defs. */
+function bundled(root) {
+  const copies = {};
+  const copy = (file, name) => {
+    if (!(name in copies)) {
+      copies[name] = { file };
+      copies[name] = {
+        file,
+        def: resolveExternal(schema(file).$defs[name], copy)
+      };
+    } else if (copies[name].file !== file) {
+      throw new Error(`two files' shapes are named ${name}`);
+    }
+    return { $ref: `#/$defs/${name}` };
+  };
+  const out = resolveExternal(root, copy);
+  const defs = { ...out.$defs };
+  for (const [name, { file, def }] of Object.entries(copies)) {
+    if (name in defs) {
+      throw new Error(`${file}#/$defs/${name} would replace the API's own`);
+    }
+    defs[name] = def;
+  }
+  return { ...out, $defs: defs };
+}
 
 /** `names`: the node's keys are names (of properties, of definitions), not keywords. */
 function strip(node, names = false) {
   if (Array.isArray(node)) {
     return node.map(item => strip(item));
   }
-  if (node !== null && typeof node === 'object') {
+  if (isObject(node)) {
     return Object.fromEntries(
       Object.entries(node)
         .filter(([key]) => names || !DOCUMENTATION.has(key))
@@ -33,21 +106,170 @@ function strip(node, names = false) {
   return node;
 }
 
-async function generate() {
-  const schema = JSON.parse(readFileSync(SOURCE, 'utf8'));
-  const { version } = JSON.parse(readFileSync(PACKAGE, 'utf8'));
-  const code =
-    '// Generated by `jlpm build:schema` (labextension/scripts/schema.mjs) from\n' +
-    '// jupyter_gpumem/wire/schemas/comm.v1.json, the reference, and package.json: edit those, not this.\n' +
-    '/** This release of jupyter-gpumem (package.json), named where a kernel of another protocol is refused. */\n' +
-    `export const PACKAGE_VERSION = ${JSON.stringify(version)};\n` +
-    `export const COMM_SCHEMA = ${JSON.stringify(strip(schema))} as const;\n`;
-  const options = await prettier.resolveConfig(TARGET);
+const camel = name => name.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+
+function admitsNull(node) {
+  return (
+    [].concat(node.type ?? []).includes('null') ||
+    (node.enum ?? []).includes(null) ||
+    (node.anyOf ?? []).some(sub => sub.type === 'null')
+  );
+}
+
+/** A property whose default is null admits null: the reader may give it. */
+function withDefault(node) {
+  if (node.default !== null || admitsNull(node)) {
+    return node;
+  }
+  if (node.type !== undefined) {
+    return { ...node, type: [].concat(node.type, 'null') };
+  }
+  return {
+    ...omit(node, ['$ref']),
+    anyOf: [{ $ref: node.$ref }, { type: 'null' }]
+  };
+}
+
+/** The schema as the readers give its values (the header says how); `written`: keep the wire's names. */
+function asRead(node, written = false) {
+  if (Array.isArray(node)) {
+    return node.map(item => asRead(item, written));
+  }
+  if (!isObject(node)) {
+    return node;
+  }
+  const out = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === '$defs') {
+      out.$defs = Object.fromEntries(
+        Object.entries(value).map(([name, def]) => [
+          name,
+          asRead(def, WRITTEN.has(name))
+        ])
+      );
+    } else if (key === 'properties') {
+      const name = written ? n => n : camel;
+      out.properties = Object.fromEntries(
+        Object.entries(value).map(([prop, sub]) => [
+          name(prop),
+          asRead(withDefault(sub), written)
+        ])
+      );
+      out.required = [
+        ...new Set([
+          ...(node.required ?? []),
+          ...Object.keys(value).filter(prop => 'default' in value[prop])
+        ])
+      ].map(name);
+    } else if (key !== 'required' && key !== '$id' && key !== '$schema') {
+      out[key] = asRead(value, written);
+    }
+  }
+  return out;
+}
+
+const OPTIONS = {
+  bannerComment: '',
+  additionalProperties: false,
+  unreachableDefinitions: true,
+  strictIndexSignatures: true,
+  unknownAny: true,
+  format: false
+};
+
+/** Every node of `node` that has a title, by its title. */
+function titled(node, found = {}) {
+  if (Array.isArray(node)) {
+    node.forEach(item => titled(item, found));
+  } else if (isObject(node)) {
+    if (typeof node.title === 'string') {
+      found[node.title] = node;
+    }
+    Object.values(node).forEach(value => titled(value, found));
+  }
+  return found;
+}
+
+/** `node` with each shape `declared` already has (by title, the same shape) named, not declared again. */
+function reuse(node, declared) {
+  if (Array.isArray(node)) {
+    return node.map(item => reuse(item, declared));
+  }
+  if (!isObject(node)) {
+    return node;
+  }
+  const known = declared[node.title];
+  if (known !== undefined) {
+    // A default is the property's, not its shape's.
+    const shape = shape => JSON.stringify(strip(omit(shape, ['default'])));
+    if (shape(known) !== shape(node)) {
+      throw new Error(`two shapes are titled ${node.title}`);
+    }
+    return { tsType: node.title, ...pick(node, ['description', 'default']) };
+  }
+  return Object.fromEntries(
+    Object.entries(node).map(([key, value]) => [key, reuse(value, declared)])
+  );
+}
+
+/** The types of one schema, but for the shapes `declared` holds (by title); the shapes of other files in. */
+async function types(root, declared = {}) {
+  const whole = resolveExternal(root, (file, name) => schema(file).$defs[name]);
+  const code = await compile(
+    asRead(reuse(whole, declared)),
+    root.title,
+    OPTIONS
+  );
+  // json-schema-to-typescript tells where each definition came from, naming no file (it has none).
+  return code.replace(
+    /\n \* *\n \* This interface was referenced by [^\n]*\n \* via the `definition` "[^"]*"\./g,
+    ''
+  );
+}
+
+async function format(code, target) {
+  const options = await prettier.resolveConfig(target);
   return prettier.format(code, { ...options, parser: 'typescript' });
 }
 
-if (process.argv.includes('--print')) {
-  process.stdout.write(await generate());
+async function schemaTs() {
+  const { version } = JSON.parse(readFileSync(PACKAGE, 'utf8'));
+  return format(
+    '// Generated by `jlpm build:schema` (labextension/scripts/schema.mjs) from jupyter_gpumem/wire/schemas/\n' +
+      '// comm.v1.json and api.v1.json, the reference, and package.json: edit those, not this.\n' +
+      '/** This release of jupyter-gpumem (package.json), named where a kernel of another protocol is refused. */\n' +
+      `export const PACKAGE_VERSION = ${JSON.stringify(version)};\n` +
+      `export const COMM_SCHEMA = ${JSON.stringify(strip(schema('comm.v1.json')))} as const;\n` +
+      `export const API_SCHEMA = ${JSON.stringify(strip(bundled(schema('api.v1.json'))))} as const;\n`,
+    join(WIRE, 'schema.ts')
+  );
+}
+
+async function typesTs() {
+  const comm = schema('comm.v1.json');
+  // The API's shapes that are the comm's (UserShare, PolicyState…) take the comm's types.
+  const declared = titled(comm);
+  const [commTypes, apiTypes] = [
+    await types(comm),
+    await types(schema('api.v1.json'), declared)
+  ];
+  return format(
+    '// Generated from jupyter_gpumem/wire/schemas/comm.v1.json and api.v1.json by `jlpm build:schema`\n' +
+      '// (labextension/scripts/schema.mjs, json-schema-to-typescript): do not edit; edit the schemas.\n' +
+      '// The values as protocol.ts and api.ts give them: camelCase, defaults filled in (the script says how).\n\n' +
+      commTypes +
+      '\n' +
+      apiTypes,
+    join(WIRE, 'types.ts')
+  );
+}
+
+const FILES = { 'schema.ts': schemaTs, 'types.ts': typesTs };
+const print = process.argv.indexOf('--print');
+if (print >= 0) {
+  process.stdout.write(await FILES[process.argv[print + 1]]());
 } else {
-  writeFileSync(TARGET, await generate());
+  for (const [name, generate] of Object.entries(FILES)) {
+    writeFileSync(join(WIRE, name), await generate());
+  }
 }

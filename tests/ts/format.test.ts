@@ -38,19 +38,19 @@ import {
   processCells,
   processNote
 } from '../../labextension/src/format/table';
-import {
-  IGpu,
-  IProcess,
-  ISampleMessage,
+import { parseMessage } from '../../labextension/src/wire/protocol';
+import type {
+  GpuProcess,
   PolicyState,
-  parseMessage
-} from '../../labextension/src/wire/protocol';
+  SampleGpu,
+  SampleMessage
+} from '../../labextension/src/wire/types';
 import { bracketed, fixture, trans } from './fixtures';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
-const S1 = (parseMessage(fixture('sample.json')) as ISampleMessage).sample;
-const LOST = (parseMessage(fixture('sample_lost_gpu.json')) as ISampleMessage)
+const S1 = (parseMessage(fixture('sample.json')) as SampleMessage).sample;
+const LOST = (parseMessage(fixture('sample_lost_gpu.json')) as SampleMessage)
   .sample;
 
 test('bytes are shown as nvidia-smi counts them, and N/A is not zero', () => {
@@ -296,14 +296,15 @@ test('times have seconds where they are asked for: the hover, the marks', () => 
   assert.equal(chartWords(trans).hoverFigure, '%{y:.2f} GiB');
 });
 
-const PROCESS: IProcess = {
+const PROCESS: GpuProcess = {
   pid: 7,
   name: null,
   user: null,
   usedBytes: null,
   cpuPercent: null,
   cpuPending: false,
-  self: false
+  self: false,
+  local: null
 };
 
 test('a process row is text as the driver and host gave it, N/A in every empty cell', () => {
@@ -381,7 +382,7 @@ test('the process note: lost, or processes the driver does not list', () => {
 
 test('other users are one line where privacy sums them, per user under "names"', () => {
   const [gpu0, gpu1] = (
-    parseMessage(fixture('sample_privacy.json')) as ISampleMessage
+    parseMessage(fixture('sample_privacy.json')) as SampleMessage
   ).sample.gpus;
   assert.deepEqual(gpu0.processes, []);
   assert.equal(
@@ -408,7 +409,7 @@ test('the breakdown splits the budget into pool and what lies outside it', () =>
     breakdown(gpu1, 'TensorFlow', trans),
     'TensorFlow pool 3.6 GiB + 504 MiB outside it (measured) = 4.1 GiB'
   );
-  const planned: IGpu = {
+  const planned: SampleGpu = {
     ...gpu1,
     poolKnown: false,
     overheadBytes: 400 * MiB,
@@ -518,10 +519,10 @@ test('every phrase goes through the translation bundle', () => {
   }
 });
 
-function containerGpus(): IGpu[] {
+function containerGpus(): SampleGpu[] {
   const message = parseMessage(
     fixture('sample_container.json')
-  ) as ISampleMessage;
+  ) as SampleMessage;
   return message.sample.gpus;
 }
 
@@ -545,7 +546,7 @@ test('the limit lines say which limits are hard and what the driver does not lis
   assert.deepEqual(limitLines(cooperative, trans), [
     'Cooperative limit (%gpumem): code that bypasses it is not held'
   ]);
-  const hidden = (parseMessage(fixture('sample_hidden.json')) as ISampleMessage)
+  const hidden = (parseMessage(fixture('sample_hidden.json')) as SampleMessage)
     .sample;
   assert.deepEqual(limitLines(hidden.gpus[0], trans), [
     'Not listed: 14.0 GiB the driver uses for processes it hides (other containers’)'

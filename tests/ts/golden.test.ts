@@ -16,10 +16,8 @@ import {
   processNote
 } from '../../labextension/src/format/table';
 import { gpuKey } from '../../labextension/src/model/history';
-import {
-  ISampleMessage,
-  parseMessage
-} from '../../labextension/src/wire/protocol';
+import { parseMessage } from '../../labextension/src/wire/protocol';
+import type { SampleMessage } from '../../labextension/src/wire/types';
 import { trans } from './fixtures';
 
 const GOLDEN = join(process.cwd(), 'tests', 'fixtures', 'golden');
@@ -42,7 +40,7 @@ test('there are golden cases to run', () => {
 
 for (const golden of cases) {
   test(`${golden.case}: the sidebar and the live inline view show the golden words`, () => {
-    const message = parseMessage(golden.sample) as ISampleMessage;
+    const message = parseMessage(golden.sample) as SampleMessage;
     assert.ok(message, `${golden.case}: the sample does not parse`);
     const sample = message.sample;
     assert.equal(

@@ -7,18 +7,15 @@ import {
   decimate,
   gpuKey
 } from '../../labextension/src/model/history';
-import {
-  ISample,
-  ISampleMessage,
-  parseMessage
-} from '../../labextension/src/wire/protocol';
+import { parseMessage } from '../../labextension/src/wire/protocol';
+import type { Sample, SampleMessage } from '../../labextension/src/wire/types';
 import { fixture } from './fixtures';
 
 const MiB = 1024 ** 2;
-const S1 = (parseMessage(fixture('sample.json')) as ISampleMessage).sample;
+const S1 = (parseMessage(fixture('sample.json')) as SampleMessage).sample;
 const GPU_B = 'GPU-b2b2b2b2-0000-4000-8000-000000000002';
 
-function at(t: number, ownMiB: number | null): ISample {
+function at(t: number, ownMiB: number | null): Sample {
   return {
     ...S1,
     t,
@@ -63,7 +60,7 @@ function over(
   t: number,
   ownMiB: number | null,
   budgetMiB: number | null = 4096
-): ISample {
+): Sample {
   const sample = at(t, ownMiB);
   return {
     ...sample,

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
@@ -12,11 +12,11 @@ import {
 } from '../../labextension/src/format/kernels';
 import { duration } from '../../labextension/src/format/number';
 import {
-  IServerBody,
   ISessionName,
-  kernelRows,
-  readBody
+  ListedBody,
+  kernelRows
 } from '../../labextension/src/model/kernelrows';
+import { readServerBody } from '../../labextension/src/wire/api';
 import { bracketed, trans } from './fixtures';
 
 const API = join(process.cwd(), 'tests', 'fixtures', 'api');
@@ -33,13 +33,13 @@ const notebook = (path: string): ISessionName => ({
   type: 'notebook'
 });
 
-function body(kernels: IServerBody['kernels'], gpuCount = 1): IServerBody {
-  return { t: 10_000, problem: null, gpuCount, kernels };
+function body(kernels: ListedBody['kernels']): ListedBody {
+  return { t: 10_000, kernels };
 }
 
 test('the server body fixture is read: each kernel, its GPUs, its idle time on the server clock', () => {
-  const read = readBody(apiFixture('body.json'))!;
-  assert.equal(read.gpuCount, 2);
+  const read = readServerBody(apiFixture('body.json'))!;
+  assert.equal(read.gpus.length, 2);
   const rows = kernelRows(
     read,
     new Map([['5f0c4a6e-kernel-a', notebook('work/train.ipynb')]]),
@@ -57,14 +57,27 @@ test('the server body fixture is read: each kernel, its GPUs, its idle time on t
   assert.equal(rows[1].idleS, null);
 });
 
-test('what is not a version 1 body is refused whole', () => {
-  for (const name of [
-    'version_2.json',
-    'not_an_object.json',
-    'kernels_not_a_list.json'
-  ]) {
-    assert.equal(readBody(apiFixture(join('malformed', name))), null, name);
+test('a body its schema does not admit is refused whole: another version, a kernel without its ceiling…', () => {
+  const malformed = readdirSync(join(API, 'malformed'));
+  assert.ok(malformed.length >= 5);
+  for (const name of malformed) {
+    assert.equal(
+      readServerBody(apiFixture(join('malformed', name))),
+      null,
+      name
+    );
   }
+});
+
+test("what an older server leaves out is read as its schema's default", () => {
+  const body = apiFixture('body.json') as {
+    kernels: Record<string, unknown>[];
+  };
+  delete body.kernels[0].execution_state;
+  delete body.kernels[0].last_activity;
+  const [kernel] = readServerBody(body)!.kernels;
+  assert.equal(kernel.executionState, null);
+  assert.equal(kernel.lastActivity, null);
 });
 
 test('largest first, unknown memory last, then by name', () => {

@@ -7,8 +7,6 @@ import {
   DEFAULT_HISTORY_S,
   DEFAULT_INTERVAL_S,
   DEFAULT_SETTINGS,
-  IHello,
-  ISampleMessage,
   ProtocolError,
   configureMessage,
   connectCode,
@@ -16,12 +14,13 @@ import {
   readSettings,
   receive
 } from '../../labextension/src/wire/protocol';
+import type { Hello, SampleMessage } from '../../labextension/src/wire/types';
 import { fixture, malformed } from './fixtures';
 
 const MiB = 1024 ** 2;
 
 test('the S1 sample fixture parses with budget, hidden GPU, N/A and the hostile name as data', () => {
-  const message = parseMessage(fixture('sample.json')) as ISampleMessage;
+  const message = parseMessage(fixture('sample.json')) as SampleMessage;
   assert.equal(message.type, 'sample');
   const { sample } = message;
   assert.equal(sample.policy, 'fraction=0.5 gpus=1');
@@ -55,24 +54,23 @@ test('the S1 sample fixture parses with budget, hidden GPU, N/A and the hostile 
 });
 
 test('the server notice arrives with the sample; a sample without one has none', () => {
-  const message = parseMessage(
-    fixture('sample_privacy.json')
-  ) as ISampleMessage;
+  const message = parseMessage(fixture('sample_privacy.json')) as SampleMessage;
   assert.deepEqual(message.sample.notice, {
     kind: 'idle_warning',
     text: 'This kernel has held 3.1 GiB of GPU memory while idle for 30 min; it will be shut down at 14:35.',
     t: 1763740790,
-    shutdownAt: 1763742600
+    shutdownAt: 1763742600,
+    textSaid: null // the fixture's server words it itself, as an older one does
   });
-  const plain = parseMessage(fixture('sample.json')) as ISampleMessage;
+  const plain = parseMessage(fixture('sample.json')) as SampleMessage;
   assert.equal(plain.sample.notice, null);
   const older = fixture('sample.json') as { sample: Record<string, unknown> };
   delete older.sample.notice; // a kernel from before notices
-  assert.equal((parseMessage(older) as ISampleMessage).sample.notice, null);
+  assert.equal((parseMessage(older) as SampleMessage).sample.notice, null);
 });
 
 test('the hello fixture replays history that has no process tables', () => {
-  const hello = parseMessage(fixture('hello.json')) as IHello;
+  const hello = parseMessage(fixture('hello.json')) as Hello;
   assert.equal(hello.type, 'hello');
   assert.equal(hello.intervalS, 1);
   assert.equal(hello.historyS, 900);
@@ -86,7 +84,7 @@ test('the hello fixture replays history that has no process tables', () => {
 });
 
 test('a lost GPU and a missing driver parse as such', () => {
-  const lost = (parseMessage(fixture('sample_lost_gpu.json')) as ISampleMessage)
+  const lost = (parseMessage(fixture('sample_lost_gpu.json')) as SampleMessage)
     .sample;
   assert.deepEqual(
     lost.gpus.map(g => [g.lost, g.usedBytes]),
@@ -95,9 +93,8 @@ test('a lost GPU and a missing driver parse as such', () => {
       [true, null]
     ]
   );
-  const none = (
-    parseMessage(fixture('sample_no_driver.json')) as ISampleMessage
-  ).sample;
+  const none = (parseMessage(fixture('sample_no_driver.json')) as SampleMessage)
+    .sample;
   assert.deepEqual(none.gpus, []);
   assert.match(none.problem!, /No NVIDIA driver/);
 });
@@ -169,7 +166,7 @@ function s1(top: Json, gpu: Json = {}): Json {
 }
 
 const sampleOf = (data: unknown) =>
-  (parseMessage(data) as ISampleMessage).sample;
+  (parseMessage(data) as SampleMessage).sample;
 
 const TAKES =
   'TensorFlow takes nearly all the memory of every GPU it can see when it starts (and keeps it)';

@@ -15,14 +15,16 @@ import {
   incompatibleLine
 } from '../../labextension/src/format/channel';
 import {
-  IHello,
-  ISample,
-  ISampleMessage,
   KernelMessage,
   VersionError,
   parseMessage,
   receive
 } from '../../labextension/src/wire/protocol';
+import type {
+  Hello,
+  Sample,
+  SampleMessage
+} from '../../labextension/src/wire/types';
 import {
   COMM_SCHEMA,
   PACKAGE_VERSION
@@ -49,7 +51,7 @@ function messages(release: string): [string, Json][] {
     .map(name => [`${release}/${name}`, read(join(dir, name))]);
 }
 
-const samples = (message: KernelMessage): ISample[] =>
+const samples = (message: KernelMessage): Sample[] =>
   message.type === 'hello' ? message.history : [message.sample];
 
 const camel = (name: string) =>
@@ -102,7 +104,7 @@ test("an older kernel's message reads as not known where it did not say, and as 
   const first = (
     parseMessage(
       read(join(RELEASES, '0.1.0-first', 'protocol', 'sample.json'))
-    ) as ISampleMessage
+    ) as SampleMessage
   ).sample;
   const gpu = first.gpus[1];
   assert.deepEqual(
@@ -124,7 +126,7 @@ test("an older kernel's message reads as not known where it did not say, and as 
   // 0.1.0 as it shipped: everything but what 0.2.0 added.
   const shipped = parseMessage(
     read(join(RELEASES, '0.1.0', 'protocol', 'hello.json'))
-  ) as IHello;
+  ) as Hello;
   assert.equal(shipped.packageVersion, '0.1.0');
   assert.deepEqual(
     shipped.history.map(s => s.stalledSince),
@@ -135,16 +137,16 @@ test("an older kernel's message reads as not known where it did not say, and as 
 test("a newer kernel's fields this release does not know are left alone; what it knows reads as sent", () => {
   const ours = parseMessage(
     read(join(RELEASES, '0.2.0', 'protocol', 'sample.json'))
-  ) as ISampleMessage;
+  ) as SampleMessage;
   const newer = parseMessage(
     read(join(RELEASES, 'newer-minor', 'protocol', 'sample.json'))
-  ) as ISampleMessage;
+  ) as SampleMessage;
   for (const name of fields('sample').filter(
     f => f !== 'gpus' && f !== 'cells'
   )) {
     assert.deepEqual(
-      newer.sample[name as keyof ISample],
-      ours.sample[name as keyof ISample],
+      newer.sample[name as keyof Sample],
+      ours.sample[name as keyof Sample],
       name
     );
   }

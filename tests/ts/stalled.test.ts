@@ -9,7 +9,8 @@ process.env.TZ = 'UTC'; // the fixture's clock; this file runs in a process of i
 
 import { stalledLine } from '../../labextension/src/format/channel';
 import { History } from '../../labextension/src/model/history';
-import { ISample, parseSample } from '../../labextension/src/wire/protocol';
+import { parseSample } from '../../labextension/src/wire/protocol';
+import type { Sample } from '../../labextension/src/wire/types';
 import { fixture, trans } from './fixtures';
 
 interface ICase {
@@ -42,7 +43,7 @@ test('a driver that answered has no sentence, from a kernel that does not send t
     stalledLine({ t: 5, stalledSince: null, gpus: [] }, trans),
     null
   );
-  const older = { t: 5, gpus: [] } as unknown as ISample;
+  const older = { t: 5, gpus: [] } as unknown as Sample;
   assert.equal(stalledLine(older, trans), null);
 });
 

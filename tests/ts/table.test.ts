@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { IProcess } from '../../labextension/src/wire/protocol';
+import type { GpuProcess } from '../../labextension/src/wire/types';
 import { columnTitle } from '../../labextension/src/format/table';
 import {
   COLUMNS,
@@ -20,7 +20,7 @@ function process(
   name: string | null = null,
   user: string | null = null,
   cpuPercent: number | null = null
-): IProcess {
+): GpuProcess {
   return {
     pid,
     name,
@@ -28,7 +28,8 @@ function process(
     usedBytes: usedMiB === null ? null : usedMiB * MiB,
     cpuPercent,
     cpuPending: false,
-    self: false
+    self: false,
+    local: null
   };
 }
 
@@ -39,7 +40,7 @@ const PROCESSES = [
   process(31337, 12000, 'Alpha', null, 12)
 ];
 
-const pids = (processes: IProcess[]) => processes.map(p => p.pid);
+const pids = (processes: GpuProcess[]) => processes.map(p => p.pid);
 
 test('the table opens with the largest GPU memory first', () => {
   assert.deepEqual(FIRST_SORT, { key: 'usedBytes', descending: true });

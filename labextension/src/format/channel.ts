@@ -1,7 +1,7 @@
 /** What the panel says of the stream from the kernel and of the driver when they are not answering. */
 
 import type { State } from '../model/channel';
-import type { ISample } from '../wire/protocol';
+import type { Sample } from '../wire/types';
 import { PROTOCOL } from '../wire/protocol';
 import { PACKAGE_VERSION } from '../wire/schema';
 import { clock, duration } from './number';
@@ -84,7 +84,7 @@ export function incompatibleLine(
  * sentence, the same words): the sample's figures are the last the driver gave. Null while it answers.
  */
 export function stalledLine(
-  sample: Pick<ISample, 't' | 'stalledSince' | 'gpus'>,
+  sample: Pick<Sample, 't' | 'stalledSince' | 'gpus'>,
   trans: Trans
 ): string | null {
   const since = sample.stalledSince;

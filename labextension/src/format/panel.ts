@@ -1,6 +1,6 @@
 /** The sidebar's words about one GPU (the inline view shows the same lines: viewLines). */
 
-import type { IGpu, ISample, OverheadSource } from '../wire/protocol';
+import type { OverheadSource, Sample, SampleGpu } from '../wire/types';
 import { againstBudget, budgetShare, formatBytes, level } from './number';
 import { printable } from './printable';
 import type { ILine, Trans } from './trans';
@@ -36,7 +36,7 @@ export function simulatedBanner(scenario: string | null, trans: Trans): string {
 
 /** "GPU 0: NVIDIA A100-SXM4-40GB", an entry of the GPU choice; "GPU 1: lost". */
 export function gpuOption(
-  gpu: Pick<IGpu, 'index' | 'name' | 'lost'>,
+  gpu: Pick<SampleGpu, 'index' | 'name' | 'lost'>,
   trans: Trans
 ): string {
   if (gpu.lost) {
@@ -51,7 +51,7 @@ export function gpuOption(
 
 /** "GPU 0 · NVIDIA A100-SXM4-40GB · 16.1 GiB of 40.0 GiB used", the whole device. */
 export function deviceLine(
-  gpu: Pick<IGpu, 'index' | 'name' | 'lost' | 'usedBytes' | 'totalBytes'>,
+  gpu: Pick<SampleGpu, 'index' | 'name' | 'lost' | 'usedBytes' | 'totalBytes'>,
   trans: Trans
 ): string {
   if (gpu.lost) {
@@ -73,7 +73,7 @@ export function deviceLine(
 }
 
 export type BudgetGpu = Pick<
-  IGpu,
+  SampleGpu,
   'index' | 'lost' | 'hidden' | 'ownBytes' | 'budgetBytes' | 'inForce'
 >;
 
@@ -84,7 +84,7 @@ export type BudgetGpu = Pick<
  */
 export function headline(
   gpu: BudgetGpu,
-  sample: Pick<ISample, 'policy'>,
+  sample: Pick<Sample, 'policy'>,
   trans: Trans
 ): ILine {
   const { ownBytes, budgetBytes } = gpu;
@@ -141,8 +141,8 @@ export function headline(
 /** Without a budget: "No budget set — TensorFlow takes nearly all the memory …" (the kernel's
  * phrase, `takes`). Null where there is a budget, or nothing to say (lost, hidden). */
 export function budgetNote(
-  gpu: Pick<IGpu, 'lost' | 'hidden' | 'budgetBytes'>,
-  sample: Pick<ISample, 'takes'>,
+  gpu: Pick<SampleGpu, 'lost' | 'hidden' | 'budgetBytes'>,
+  sample: Pick<Sample, 'takes'>,
   trans: Trans
 ): string | null {
   if (gpu.lost || gpu.hidden || gpu.budgetBytes !== null) {
@@ -163,7 +163,7 @@ export function budgetNote(
  * Null without a policy.
  */
 export function policyLine(
-  sample: Pick<ISample, 'policy' | 'policyState' | 'policyNote'>,
+  sample: Pick<Sample, 'policy' | 'policyState' | 'policyNote'>,
   trans: Trans
 ): ILine | null {
   if (sample.policy === null) {
@@ -187,7 +187,7 @@ export function policyLine(
  * kernel's own words after its label. Null from a kernel that does not say, or on a lost GPU.
  */
 export function ownLine(
-  gpu: Pick<IGpu, 'lost' | 'hidden' | 'ownSource' | 'ownReason'>,
+  gpu: Pick<SampleGpu, 'lost' | 'hidden' | 'ownSource' | 'ownReason'>,
   trans: Trans
 ): ILine | null {
   if (gpu.lost || gpu.hidden || gpu.ownSource === null) {
@@ -214,7 +214,7 @@ export function ownLine(
  * no process: "Not listed: 14.0 GiB (processes the driver hides: other containers')".
  */
 export function limitLines(
-  gpu: Pick<IGpu, 'lost' | 'limitKind' | 'budgetBytes' | 'unlistedBytes'>,
+  gpu: Pick<SampleGpu, 'lost' | 'limitKind' | 'budgetBytes' | 'unlistedBytes'>,
   trans: Trans
 ): string[] {
   if (gpu.lost) {
@@ -243,7 +243,7 @@ export function limitLines(
 
 /** "Over budget: <the kernel's reason>", or null when it is not over (or the GPU is hidden). */
 export function overLine(
-  gpu: Pick<IGpu, 'hidden' | 'overReason'>,
+  gpu: Pick<SampleGpu, 'hidden' | 'overReason'>,
   trans: Trans
 ): string | null {
   return gpu.overReason && !gpu.hidden
@@ -265,8 +265,8 @@ export type ViewLine =
 /** Each line's text (and colour); null hides it. viewtext.py says the same for the inline view's
  * still picture: tests/fixtures/golden/ holds the words both must show. */
 export function viewLines(
-  sample: ISample,
-  gpu: IGpu,
+  sample: Sample,
+  gpu: SampleGpu,
   trans: Trans
 ): Record<ViewLine, ILine | string | null> {
   const limits = [...limitLines(gpu, trans), printable(sample.limitNote ?? '')];
@@ -282,7 +282,10 @@ export function viewLines(
   };
 }
 
-function sourceWords(source: OverheadSource, trans: Trans): string {
+function sourceWords(
+  source: NonNullable<OverheadSource>,
+  trans: Trans
+): string {
   switch (source) {
     case 'estimated':
       return trans.__('estimated');
@@ -300,7 +303,7 @@ function sourceWords(source: OverheadSource, trans: Trans): string {
  * budget to split (or the GPU is hidden or lost).
  */
 export function breakdown(
-  gpu: IGpu,
+  gpu: SampleGpu,
   framework: string | null,
   trans: Trans
 ): string | null {

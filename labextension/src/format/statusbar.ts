@@ -1,6 +1,6 @@
 /** The status-bar item's words. */
 
-import type { IGpu, ISample } from '../wire/protocol';
+import type { Sample, SampleGpu } from '../wire/types';
 import { againstBudget, formatBytes, level } from './number';
 import {
   BudgetGpu,
@@ -46,8 +46,8 @@ export function statusText(gpu: BudgetGpu, trans: Trans): ILine {
 /** The status-bar item's tooltip: the headline, the split, why it is over, the device, the server's
  * kernels (`server`, kernelsSummary's line) and what a click does. */
 export function statusTooltip(
-  gpu: IGpu,
-  sample: ISample,
+  gpu: SampleGpu,
+  sample: Sample,
   trans: Trans,
   server: string | null = null
 ): string {

@@ -1,6 +1,6 @@
 /** The process table's words: its columns, its rows, what it says instead of rows. */
 
-import type { IGpu, IProcess } from '../wire/protocol';
+import type { GpuProcess, SampleGpu } from '../wire/types';
 import { cpuFigure, formatBytes, mibFigure } from './number';
 import { printable } from './printable';
 import type { Trans } from './trans';
@@ -58,7 +58,7 @@ export interface ICells {
 
 /** A row: MiB as nvidia-smi's process table counts them, CPU% to one decimal; N/A where the
  * driver or the host cannot tell, "…" where the host has not measured the CPU yet. */
-export function processCells(p: IProcess, trans: Trans): ICells {
+export function processCells(p: GpuProcess, trans: Trans): ICells {
   const na = trans.__('N/A');
   const name = p.name === null ? na : printable(p.name);
   const user = p.user === null ? na : printable(p.user);
@@ -91,7 +91,7 @@ function processCount(count: number, trans: Trans): string {
  * GiB", per user under "names"; null when every process is listed (viewtext.others_note).
  */
 export function othersNote(
-  gpu: Pick<IGpu, 'others'>,
+  gpu: Pick<SampleGpu, 'others'>,
   trans: Trans
 ): string | null {
   const others = gpu.others;
@@ -119,7 +119,7 @@ export function othersNote(
 
 /** What the process table says instead of (or before) its rows; null: just the rows. */
 export function processNote(
-  gpu: Pick<IGpu, 'lost' | 'processesKnown'>,
+  gpu: Pick<SampleGpu, 'lost' | 'processesKnown'>,
   trans: Trans
 ): string | null {
   if (gpu.lost) {

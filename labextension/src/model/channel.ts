@@ -9,7 +9,6 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { History } from './history';
 import {
-  INotice,
   ISettings,
   TARGET,
   VersionError,
@@ -17,6 +16,7 @@ import {
   connectCode,
   receive
 } from '../wire/protocol';
+import type { Notice } from '../wire/types';
 
 export type State =
   | 'idle' // not asked to stream yet
@@ -53,8 +53,8 @@ export class Channel implements IDisposable {
   private _lastSampleAt = 0;
   private _watchdog: number;
   private _changed = new Signal<this, void>(this);
-  private _noticed = new Signal<this, INotice>(this);
-  private _notice: INotice | null = null;
+  private _noticed = new Signal<this, Notice>(this);
+  private _notice: Notice | null = null;
   private _disposed = false;
   /** Incompatible: the protocol and release of the kernel (format/channel.ts's incompatibleLine words them). */
   refused: VersionError | null = null;
@@ -76,7 +76,7 @@ export class Channel implements IDisposable {
   }
 
   /** The server has something new to tell this kernel's user (a sample's notice with a new time). */
-  get noticed(): ISignal<this, INotice> {
+  get noticed(): ISignal<this, Notice> {
     return this._noticed;
   }
 
@@ -130,7 +130,8 @@ export class Channel implements IDisposable {
     this._settings = settings;
     this.history.capacity = this._capacity();
     if (this._comm && !this._comm.isDisposed) {
-      this._comm.send(configureMessage(settings));
+      // Spread: a JSONObject has an index signature, which a generated interface has not.
+      this._comm.send({ ...configureMessage(settings) });
     }
   }
 

@@ -12,11 +12,12 @@ import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { Channel } from './channel';
-import { INotice, ISettings } from '../wire/protocol';
+import { ISettings } from '../wire/protocol';
+import type { Notice } from '../wire/types';
 
 /** A notice from the server about one followed kernel. */
 export interface INoticed {
-  notice: INotice;
+  notice: Notice;
   kernel: Kernel.IKernelConnection;
 }
 

@@ -3,7 +3,7 @@
  * Numbers only (NaN where a figure was N/A), so an hour at 1 s stays a few hundred kilobytes.
  */
 
-import { ICell, IGpu, ISample } from '../wire/protocol';
+import type { Cell, Sample, SampleGpu } from '../wire/types';
 
 export const FIELDS = [
   'own',
@@ -40,7 +40,7 @@ export interface ISeries {
   /** Where over-budget episodes started, oldest first: one per episode. */
   marks: IMark[];
   /** The notebook's cells in the window, oldest first (the kernel's, so every GPU's series has them). */
-  cells: ICell[];
+  cells: Cell[];
 }
 
 function emptySeries(): ISeries {
@@ -67,7 +67,7 @@ export function gpuKey(gpu: { uuid: string | null; index: number }): string {
  * the GPU this kernel has a budget on, else the one it uses, else the first. Null: no GPU.
  */
 export function chooseGpu(
-  gpus: Pick<IGpu, 'uuid' | 'index' | 'budgetBytes' | 'ownBytes'>[],
+  gpus: Pick<SampleGpu, 'uuid' | 'index' | 'budgetBytes' | 'ownBytes'>[],
   shown: string | null
 ): string | null {
   if (shown !== null && gpus.some(g => gpuKey(g) === shown)) {
@@ -82,7 +82,7 @@ export function chooseGpu(
 
 export class History {
   /** The newest sample, with its process tables. */
-  latest: ISample | null = null;
+  latest: Sample | null = null;
   private _series = new Map<string, ISeries>();
   private _over = new Map<string, boolean>(); // per GPU: an over-budget episode is going on
 
@@ -103,7 +103,7 @@ export class History {
     return this._series.get(key);
   }
 
-  reset(samples: ISample[]): void {
+  reset(samples: Sample[]): void {
     this._series.clear();
     this._over.clear();
     this.latest = null;
@@ -112,7 +112,7 @@ export class History {
     }
   }
 
-  push(sample: ISample): void {
+  push(sample: Sample): void {
     this.latest = sample;
     const t = sample.t * 1000;
     for (const gpu of sample.gpus) {
@@ -169,7 +169,7 @@ export class History {
 }
 
 /** `cells` with a sample's cells in: a cell seen running is replaced by its later word (ended). */
-function withCells(cells: ICell[], news: ICell[]): ICell[] {
+function withCells(cells: Cell[], news: Cell[]): Cell[] {
   if (news.length === 0) {
     return cells;
   }

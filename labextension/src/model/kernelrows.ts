@@ -1,39 +1,23 @@
 /**
  * Every kernel of this server, as the sidebar's kernel list shows them: the server extension's
- * `GET /api/gpumem/v1` body (docs/server.md) read into plain rows, largest first, and named from
+ * `GET /api/gpumem/v1` body (docs/server.md, wire/api.ts) read into plain rows, largest first, and named from
  * JupyterLab's sessions (the server's API has no paths: a hub aggregates it across users). Pure, so
  * the Node tests read it; the text is format/kernels.ts's.
  */
 
-/** One GPU a kernel is on: its processes' memory as nvidia-smi counts it, its budget there. */
-export interface IKernelGpu {
-  index: number;
-  /** null: N/A (the driver cannot tell), or no process of it listed there. */
-  usedBytes: number | null;
-  /** null: no budget set there. */
-  budgetBytes: number | null;
-}
+import type { KernelGpu, ServerBody, ServerKernel } from '../wire/types';
 
-/** One kernel as the server extension sees it. */
-export interface IServerKernel {
-  id: string;
-  /** `idle`, `busy`, `starting`…; null: not known. */
-  executionState: string | null;
-  /** When the user last ran code there (the server's `time.time()`); null: not known. */
-  lastActivity: number | null;
-  gpus: IKernelGpu[];
-}
+/** What a row needs of a kernel's GPU: its processes' memory (null: N/A, or none listed), its budget (null: none). */
+export type ListedGpu = Pick<KernelGpu, 'index' | 'usedBytes' | 'budgetBytes'>;
 
-/** What the list needs of the body. */
-export interface IServerBody {
-  /** When the server read NVML (its clock, which `lastActivity` is on); null before its first reading. */
-  t: number | null;
-  /** A sentence when NVML cannot be read at all. */
-  problem: string | null;
-  /** How many GPUs the server sees: with one, the rows do not name it. */
-  gpuCount: number;
-  kernels: IServerKernel[];
-}
+/** What the list needs of a kernel. */
+export type ListedKernel = Pick<
+  ServerKernel,
+  'id' | 'executionState' | 'lastActivity'
+> & { gpus: ListedGpu[] };
+
+/** What the list needs of the body: its kernels, and the server's clock (`lastActivity` is on it). */
+export type ListedBody = Pick<ServerBody, 't'> & { kernels: ListedKernel[] };
 
 /** What JupyterLab's sessions say of a kernel: the notebook (or console) it serves. */
 export interface ISessionName {
@@ -53,59 +37,14 @@ export interface IKernelRow {
   current: boolean;
   /** The sum of its known memory on every GPU; null when it is on GPUs and none is known. */
   heldBytes: number | null;
-  gpus: IKernelGpu[];
+  gpus: ListedGpu[];
   busy: boolean;
   /** Seconds since the user last ran code there; null while busy or not known. */
   idleS: number | null;
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-const intOrNull = (v: unknown): number | null =>
-  Number.isInteger(v) ? (v as number) : null;
-const numberOrNull = (v: unknown): number | null =>
-  typeof v === 'number' && Number.isFinite(v) ? v : null;
-
-/** The body, or null when it is not a version-1 body at all; a kernel entry without an id is left out. */
-export function readBody(body: unknown): IServerBody | null {
-  if (
-    !isRecord(body) ||
-    body.version !== 1 ||
-    !Array.isArray(body.kernels) ||
-    !Array.isArray(body.gpus)
-  ) {
-    return null;
-  }
-  const kernels: IServerKernel[] = [];
-  for (const k of body.kernels) {
-    if (!isRecord(k) || typeof k.id !== 'string') {
-      continue;
-    }
-    const gpus = Array.isArray(k.gpus) ? k.gpus.filter(isRecord) : [];
-    kernels.push({
-      id: k.id,
-      executionState:
-        typeof k.execution_state === 'string' ? k.execution_state : null,
-      lastActivity: numberOrNull(k.last_activity),
-      gpus: gpus
-        .filter(g => Number.isInteger(g.index))
-        .map(g => ({
-          index: g.index as number,
-          usedBytes: intOrNull(g.used_bytes),
-          budgetBytes: intOrNull(g.budget_bytes)
-        }))
-    });
-  }
-  return {
-    t: numberOrNull(body.t),
-    problem: typeof body.problem === 'string' ? body.problem : null,
-    gpuCount: body.gpus.length,
-    kernels
-  };
-}
-
 /** A kernel's memory summed over its GPUs: 0 on none, null when none of its figures is known. */
-export function heldBytes(gpus: IKernelGpu[]): number | null {
+export function heldBytes(gpus: ListedGpu[]): number | null {
   const known = gpus
     .map(g => g.usedBytes)
     .filter((b): b is number => b !== null);
@@ -117,7 +56,7 @@ export function heldBytes(gpus: IKernelGpu[]): number | null {
 
 /** The rows, largest first (unknown memory last, then by name), `current` the followed kernel's id. */
 export function kernelRows(
-  body: IServerBody,
+  body: ListedBody,
   sessions: ReadonlyMap<string, ISessionName>,
   current: string | null
 ): IKernelRow[] {

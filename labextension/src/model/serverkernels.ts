@@ -11,19 +11,15 @@ import { IDisposable } from '@lumino/disposable';
 import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import {
-  IKernelRow,
-  IServerBody,
-  ISessionName,
-  kernelRows,
-  readBody
-} from './kernelrows';
+import { readServerBody } from '../wire/api';
+import type { ServerBody } from '../wire/types';
+import { IKernelRow, ISessionName, kernelRows } from './kernelrows';
 
 const SHOWN_MS = 2000; // a view shows the list: about two of the server's readings
 const IN_BACKGROUND_MS = 15000; // only the status bar's tooltip reads it
 
 export class ServerKernels implements IDisposable {
-  private _body: IServerBody | null = null;
+  private _body: ServerBody | null = null;
   private _error: string | null = null;
   private _available = true;
   private _current: string | null = null;
@@ -61,7 +57,7 @@ export class ServerKernels implements IDisposable {
 
   /** How many GPUs the server sees (0 before the first answer). */
   get gpuCount(): number {
-    return this._body?.gpuCount ?? 0;
+    return this._body?.gpus.length ?? 0;
   }
 
   /** Why the last request failed (it is tried again, backing off); null: it did not. */
@@ -158,7 +154,7 @@ export class ServerKernels implements IDisposable {
       this._fail(`${response.status} ${response.statusText}`);
       throw new Error(this._error!);
     }
-    const body = readBody(await response.json());
+    const body = readServerBody(await response.json());
     if (body === null) {
       this._fail('not a version 1 answer');
       throw new Error(this._error!);

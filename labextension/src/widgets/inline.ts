@@ -16,9 +16,9 @@ import { History, chooseGpu, gpuKey } from '../model/history';
 import {
   DEFAULT_HISTORY_S,
   DEFAULT_INTERVAL_S,
-  ISample,
   receive
 } from '../wire/protocol';
+import type { Sample } from '../wire/types';
 import { MemoryView, chooseIn } from './view';
 
 /** The part of an anywidget model this view uses. */
@@ -47,7 +47,7 @@ class Stream {
   gpu: string | null = null;
   /** Samples that came before the kernel answered `replay` (it answers once its cell is done): they go
    * after the history it replays. Null once it has. */
-  private _early: ISample[] | null = [];
+  private _early: Sample[] | null = [];
   private _listeners = new Set<() => void>();
 
   constructor(private readonly _model: IModel) {
@@ -154,7 +154,7 @@ function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
   }
 
   function paint(): void {
-    const latest: ISample | null = stream.history.latest;
+    const latest: Sample | null = stream.history.latest;
     view.renderTop(latest);
     const gpus = latest && !latest.problem ? latest.gpus : [];
     view.body.hidden = gpus.length === 0;

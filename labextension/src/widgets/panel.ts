@@ -25,7 +25,7 @@ import { channelLine } from '../format/channel';
 import { noNotebook, notebookLabel, panelTitle, uiText } from '../format/panel';
 import { chooseGpu, gpuKey } from '../model/history';
 import { KernelList } from './kernellist';
-import { IGpu } from '../wire/protocol';
+import type { SampleGpu } from '../wire/types';
 import { ServerKernels } from '../model/serverkernels';
 import { MemoryView, chooseIn } from './view';
 
@@ -199,7 +199,7 @@ export class GpuMemPanel extends SidePanel {
   }
 
   /** The GPU choice: the channel's while its GPU is there, else chosen at first look (history.ts). */
-  private _selectGpu(gpus: IGpu[]): IGpu {
+  private _selectGpu(gpus: SampleGpu[]): SampleGpu {
     const channel = this.kernels.current!;
     const select = this._select;
     channel.gpu = chooseGpu(gpus, channel.gpu)!; // gpus is not empty

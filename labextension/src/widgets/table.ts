@@ -16,7 +16,7 @@ import {
   processNote
 } from '../format/table';
 import { Trans } from '../format/trans';
-import { IGpu, IProcess } from '../wire/protocol';
+import type { GpuProcess, SampleGpu } from '../wire/types';
 
 export type SortKey = Column;
 
@@ -51,10 +51,10 @@ export function nextSort(sort: ISort, key: SortKey): ISort {
 
 /** Sorted copy; unknown values (N/A) always last. */
 export function sortProcesses(
-  processes: IProcess[],
+  processes: GpuProcess[],
   key: SortKey,
   descending: boolean
-): IProcess[] {
+): GpuProcess[] {
   return [...processes].sort((a, b) => {
     const x = a[key];
     const y = b[key];
@@ -131,7 +131,7 @@ export class ProcessTable {
 
   /** The processes of this GPU; `stale` (the kernel is restarting): no row is marked as this
    * kernel's, since the PID marked is the old kernel's. */
-  render(gpu: IGpu, stale: boolean): void {
+  render(gpu: SampleGpu, stale: boolean): void {
     const { key, descending } = this._sort;
     for (const th of Array.from(this._head.children) as HTMLElement[]) {
       const sort =

@@ -18,14 +18,14 @@ import {
 import { printable } from '../format/printable';
 import { Trans } from '../format/trans';
 import { ISeries, gpuKey } from '../model/history';
-import { IGpu, ISample } from '../wire/protocol';
+import type { Sample, SampleGpu } from '../wire/types';
 import { ProcessTable } from './table';
 
 /** The GPU choice's options, one per GPU (value its key, text its label), replaced only when they
  * changed; then the one shown selected. */
 export function chooseIn(
   select: HTMLSelectElement,
-  gpus: IGpu[],
+  gpus: SampleGpu[],
   shown: string,
   trans: Trans
 ): void {
@@ -97,7 +97,7 @@ export class MemoryView {
 
   /** The banner, the notice and a driver that has not answered: whatever the figures (none yet, a problem, a
    * kernel restarting). */
-  renderTop(latest: ISample | null): void {
+  renderTop(latest: Sample | null): void {
     setLine(
       this._banner,
       simulatedBanner(latest?.simulated ?? null, this._trans)
@@ -112,8 +112,8 @@ export class MemoryView {
   /** One GPU's figures from the latest sample; `series` its history; `stale`: the figures on show are
    * an old kernel's (dimmed, no row marked as this kernel's). */
   render(
-    latest: ISample,
-    gpu: IGpu,
+    latest: Sample,
+    gpu: SampleGpu,
     series: ISeries | undefined,
     windowMs: number,
     stale: boolean

@@ -12,7 +12,9 @@
  * against tests/fixtures/protocol/ and tests/fixtures/releases/.
  */
 
+import { camelize } from './camelize';
 import { COMM_SCHEMA, PACKAGE_VERSION } from './schema';
+import type { Configure, Hello, Sample, SampleMessage } from './types';
 import { problem } from './validate';
 
 export const PROTOCOL = 1;
@@ -24,159 +26,8 @@ export const TARGET = 'jupyter_gpumem';
 export const DEFAULT_INTERVAL_S = 1;
 export const DEFAULT_HISTORY_S = 900;
 
-/** One process on one GPU. `null`: not known (N/A), never 0. */
-export interface IProcess {
-  pid: number;
-  name: string | null;
-  user: string | null;
-  usedBytes: number | null;
-  cpuPercent: number | null;
-  /** The host sees the process but has not measured its CPU% yet (cpuPercent is null); false from
-   * a kernel that does not say. */
-  cpuPending: boolean;
-  self: boolean;
-  /** A process of this kernel's PID namespace running the program the driver names; null: not told. */
-  local?: boolean | null;
-}
-
-/** Other users' processes on one GPU as one figure, where privacy does not list them (docs/hub.md). */
-export interface IOthers {
-  processes: number;
-  /** null: the driver cannot tell for one of them (N/A). */
-  usedBytes: number | null;
-  /** Per Unix user (privacy "names"; user null: not told); null: the total only ("aggregate"). */
-  users:
-    | { user: string | null; processes: number; usedBytes: number | null }[]
-    | null;
-}
-
-export type OverheadSource = 'estimated' | 'remembered' | 'measured';
-
-export interface IGpu {
-  index: number;
-  uuid: string | null;
-  name: string | null;
-  lost: boolean;
-  /** The policy keeps this kernel off this GPU (gpus=). */
-  hidden: boolean;
-  totalBytes: number | null;
-  usedBytes: number | null;
-  /** This kernel's memory as nvidia-smi counts it; null when the driver cannot tell. */
-  ownBytes: number | null;
-  budgetBytes: number | null;
-  /** The framework's allocator pool: reserved from the GPU if `poolKnown`, else its planned limit. */
-  poolBytes: number | null;
-  poolKnown: boolean;
-  /** Memory outside the pool (CUDA context, libraries): measured, remembered or estimated. */
-  overheadBytes: number | null;
-  overheadSource: OverheadSource | null;
-  /** Why this kernel is over its budget on this GPU, when it is. */
-  overReason: string | null;
-  frameworkBytes: number | null;
-  frameworkPeakBytes: number | null;
-  processesKnown: boolean;
-  /** This GPU's budget is in force in the framework (false from a kernel that does not say). */
-  inForce: boolean;
-  /** How `ownBytes` is known (null from a kernel that does not say) and what it rests on. */
-  ownSource: OwnSource | null;
-  ownReason: string | null;
-  /** The PID taken for this kernel (exact or matched): the process row to mark. */
-  ownPid: number | null;
-  /** Listed processes that could be this kernel's when none is taken for it. */
-  ownCandidates: number;
-  /** Memory the driver uses but lists under no process (other containers'): "not listed". */
-  unlistedBytes: number | null;
-  limitKind: LimitKind | null;
-  limitHard: boolean;
-  /** The partition's memory, the MPS limit or the budget; null when not known. */
-  limitBytes?: number | null;
-  /** Absent in replayed history, which keeps the charted figures only. */
-  processes: IProcess[] | null;
-  /** Other users' processes, not in `processes`; null: every process is listed (or history). */
-  others: IOthers | null;
-}
-
-/**
- * Where the kernel's policy stands: recorded (waiting for the framework's import), in force on at
- * least one GPU, or applied (or too late) but in force on none. Null: no policy.
- */
-export type PolicyState = 'recorded' | 'in_force' | 'not_in_force';
-
-/**
- * How the kernel knows its own memory on a GPU (docs/containers.md): its PID in NVML's list; the
- * one process that appeared with its CUDA context and follows its pool; its pool plus the overhead;
- * or not at all (then `ownBytes` is null, never 0).
- */
-export type OwnSource = 'exact' | 'matched' | 'estimated' | 'unknown';
-/** What holds the kernel on a GPU: a MIG partition or an MPS limit (hard), or %gpumem (cooperative). */
-export type LimitKind = 'mig' | 'mps' | 'cooperative';
-/** Where the kernel stands towards the PIDs the driver reports. */
-export type PidNamespace = 'host' | 'translated' | 'untranslated' | 'unlisted';
-
-/** What the Jupyter server tells this kernel's user (the idle culler, docs/hub.md): shown as is. */
-export interface INotice {
-  kind: 'idle_warning' | 'idle_shutdown';
-  text: string;
-  /** When the server wrote it (seconds since the epoch): a new notice has a new `t`. */
-  t: number;
-  shutdownAt: number | null;
-}
-
-/** A notebook cell the kernel ran (or is running), for a span on the chart whose hover names it. */
-export interface ICell {
-  /** Its execution count ([12]); null while it runs (the notebook's [*]). */
-  count: number | null;
-  /** Its first line that is not blank, cut to 40 characters: the user's own code, shown as text. */
-  line: string;
-  /** Seconds since the epoch (kernel clock); `endT` null: it is running. */
-  startT: number;
-  endT: number | null;
-  error: boolean;
-}
-
-export interface ISample {
-  /** Seconds since the epoch (kernel clock). */
-  t: number;
-  problem: string | null;
-  /** The NVIDIA driver did not answer this sample in time: it has not answered since then (seconds since the
-   * epoch, kernel clock) and the figures are the last it gave. Null: they are its answer. */
-  stalledSince: number | null;
-  simulated: string | null;
-  policy: string | null;
-  framework: string | null;
-  frameworkStarted: boolean;
-  /** What the policy's framework(s) take of a GPU without a budget, a phrase that starts with
-   * the framework's name ("TensorFlow takes nearly all the memory …"); null: not known. */
-  takes: string | null;
-  policyState: PolicyState | null;
-  /** One sentence to show next to the policy ("applies when "import tensorflow" completes"). */
-  policyNote: string | null;
-  pidNamespace: PidNamespace | null;
-  /** A sentence about hard limits (an MPS limit that cannot be read, or the mps=on offer). */
-  limitNote: string | null;
-  gpus: IGpu[];
-  /** Null: nothing to tell (and in replayed history). */
-  notice: INotice | null;
-  /** The cells that ended since the kernel's previous sample and the one running, oldest first. */
-  cells: ICell[];
-}
-
-export interface IHello {
-  protocol: typeof PROTOCOL;
-  type: 'hello';
-  packageVersion: string;
-  intervalS: number;
-  historyS: number;
-  history: ISample[];
-}
-
-export interface ISampleMessage {
-  protocol: typeof PROTOCOL;
-  type: 'sample';
-  sample: ISample;
-}
-
-export type KernelMessage = IHello | ISampleMessage;
+/** What a kernel sends the sidebar. */
+export type KernelMessage = Hello | SampleMessage;
 
 export class ProtocolError extends Error {}
 
@@ -218,29 +69,13 @@ function otherProtocol(data: unknown): VersionError | null {
   return new VersionError(protocol as number, named);
 }
 
-/** snake_case keys, as the kernel sends them, to the camelCase of the interfaces above. */
-function camelize(value: unknown): unknown {
-  if (Array.isArray(value)) {
-    return value.map(camelize);
-  }
-  if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(
-      Object.entries(value).map(([key, v]) => [
-        key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()),
-        camelize(v)
-      ])
-    );
-  }
-  return value;
-}
-
 /** Throws ProtocolError (what is wrong) unless `value` is a sample the schema admits. */
-export function parseSample(value: unknown, where = 'sample'): ISample {
+export function parseSample(value: unknown, where = 'sample'): Sample {
   const found = problem(COMM_SCHEMA, value, where, COMM_SCHEMA.$defs.sample);
   if (found !== null) {
     throw new ProtocolError(found);
   }
-  return camelize(value) as ISample;
+  return camelize(value) as Sample;
 }
 
 /** Throws ProtocolError (what is wrong) for anything but a protocol 1 message from a kernel: a
@@ -312,14 +147,7 @@ export function readSettings(
   };
 }
 
-export type ConfigureMessage = {
-  protocol: number;
-  type: 'configure';
-  interval_s: number;
-  history_s: number;
-};
-
-export function configureMessage(settings: ISettings): ConfigureMessage {
+export function configureMessage(settings: ISettings): Configure {
   return {
     protocol: PROTOCOL,
     type: 'configure',

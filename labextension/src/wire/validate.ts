@@ -21,6 +21,7 @@ const KEYWORDS = new Set([
   'exclusiveMinimum',
   'required',
   'properties',
+  'additionalProperties',
   'items',
   'anyOf',
   'allOf',
@@ -108,6 +109,18 @@ export function problem(
         }
       } else if ('default' in sub) {
         value[name] = sub.default;
+      }
+    }
+    const others = schema.additionalProperties;
+    if (others !== undefined) {
+      for (const name of Object.keys(value).filter(n => !(n in properties))) {
+        const found =
+          others === false
+            ? `${where}.${name} is not allowed`
+            : check(others, value[name], `${where}.${name}`);
+        if (found !== null) {
+          return found;
+        }
       }
     }
   }
