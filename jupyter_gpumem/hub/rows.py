@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from jupyter_gpumem._version import __version__
-from jupyter_gpumem.wire.api import BODY, PATH, Body
+from jupyter_gpumem.wire.api import BODY, PATH, ServerBody
 from jupyter_gpumem.wire.schemas import release
 
 log = logging.getLogger("jupyter_gpumem.hub")
@@ -75,7 +75,7 @@ ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,95}")
 NAME = re.compile(r"[^\x00-\x1f\x7f<>]{1,128}")
 
 
-def _values_problem(body: Body) -> str | None:
+def _values_problem(body: ServerBody) -> str | None:
     """What the schema admits but no server could mean, as a phrase naming the field; None: all plausible."""
     if len(body["kernels"]) > MAX_KERNELS or len(body["gpus"]) > MAX_GPUS:
         return (
@@ -114,7 +114,7 @@ def _values_problem(body: Body) -> str | None:
 
 def gpus_of_server(data: object) -> list[Gpu]:
     """The GPUs of a body ``rows_of_server`` found valid (it checks first); the lost and the unnamed included."""
-    body = cast(Body, data)
+    body = cast(ServerBody, data)
     return [
         Gpu(g["uuid"], g["index"], g["name"], g["lost"], g["total_bytes"], g["used_bytes"])
         for g in body["gpus"]
@@ -146,11 +146,11 @@ def rows_of_server(user: str, server: str, data: object, now: float) -> list[Row
         return [replace(unreadable(user, server, refused), server_version=release(data))]
     problem = BODY.problem(data)  # fills in the fields an older server does not send
     if problem is None:
-        problem = _values_problem(cast(Body, data))
+        problem = _values_problem(cast(ServerBody, data))
     BODY.tell(sender, problem, log)
     if problem is not None:
         return [unreadable(user, server, f"its {PATH} body is not valid: {problem}")]
-    body = cast(Body, data)
+    body = cast(ServerBody, data)
     rows: list[Row] = []
     for kernel in body["kernels"]:
         ceiling = kernel["ceiling"]

@@ -32,7 +32,7 @@ import anywidget
 
 from jupyter_gpumem.kernel import protocol
 from jupyter_gpumem.render import figure, html, viewtext
-from jupyter_gpumem.wire.comm import Gpu, Sample
+from jupyter_gpumem.wire.comm import Sample, SampleGpu
 
 if TYPE_CHECKING:
     from jupyter_gpumem.kernel.stream import Stream
@@ -91,7 +91,7 @@ class GpuMemView(anywidget.AnyWidget):
         elif kind == "stop":
             self.close()
 
-    def _gpu(self) -> Gpu | None:
+    def _gpu(self) -> SampleGpu | None:
         sample = self._latest
         if sample is None or sample.get("problem") or not sample["gpus"]:
             return None
@@ -157,15 +157,15 @@ class GpuMemView(anywidget.AnyWidget):
 # -- the HTML the view and its snapshot share -------------------------------------------------------------
 
 
-def header_html(sample: Sample | None, gpu: Gpu | None) -> str:
+def header_html(sample: Sample | None, gpu: SampleGpu | None) -> str:
     return html.fragment("view_parts.html.j2", "header", sample, gpu)
 
 
-def table_html(gpu: Gpu | None) -> str:
+def table_html(gpu: SampleGpu | None) -> str:
     return html.fragment("view_parts.html.j2", "processes", gpu)
 
 
-def snapshot_text(sample: Sample | None, gpu: Gpu | None) -> str:
+def snapshot_text(sample: Sample | None, gpu: SampleGpu | None) -> str:
     """The view as text: the headline and the device (what a terminal or a log shows)."""
     if sample is None:
         return "jupyter-gpumem: collecting…"
@@ -179,7 +179,9 @@ def snapshot_text(sample: Sample | None, gpu: Gpu | None) -> str:
     return "\n".join(lines)
 
 
-def snapshot_html(sample: Sample | None, gpu: Gpu | None, stopped: str | None = None, note: str | None = None) -> str:
+def snapshot_html(
+    sample: Sample | None, gpu: SampleGpu | None, stopped: str | None = None, note: str | None = None
+) -> str:
     """The view as still HTML (no chart: that is the plotly figure beside it): what nbconvert, GitHub and a
     frontend without widgets or plotly show; ``stopped``: the time the view was closed."""
     return html.render("view.html.j2", sample=sample, gpu=gpu, chart_note=note, stopped=stopped)

@@ -1,113 +1,70 @@
 """``GET /api/gpumem/v1``: the Figures as JSON, schema version 1 (docs/server.md).
 
-The body is encoded on the extension's thread, once per reading; the handler only writes the latest.
+The body is encoded on the extension's thread, once per reading; the handler only writes the latest. The encoder
+follows the types generated from the schema (wire/generated/api_v1.py): each field of a type is the figure's
+attribute of that name, so a field added to the schema and to the figures needs nothing here.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import cache
+from types import NoneType, UnionType
+from typing import Any, Union, get_args, get_origin
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
+from typing_extensions import NotRequired, get_type_hints, is_typeddict
 
 from jupyter_gpumem._version import __version__
-from jupyter_gpumem.server.figures import Figures, OtherProcess
-from jupyter_gpumem.wire.api import PATH, Body
-from jupyter_gpumem.wire.comm import UserShare
+from jupyter_gpumem.server.figures import Figures
+from jupyter_gpumem.wire.api import PATH, VERSION, ServerBody
 
 __all__ = ["PATH", "GpumemHandler", "encode"]
 
 
 def encode(figures: Figures, interval_s: float) -> bytes:
     """The JSON body for the Figures (wire/schemas/api.v1.json)."""
-    body: Body = {
-        "version": 1,
-        "package_version": __version__,
-        "interval_s": interval_s,
-        "t": figures.t,
-        "problem": figures.problem,
-        "driver_version": figures.driver_version,
-        "simulated": figures.simulated,
-        "gpus": [
-            {
-                "index": g.index,
-                "uuid": g.uuid,
-                "name": g.name,
-                "lost": g.lost,
-                "total_bytes": g.total_bytes,
-                "used_bytes": g.used_bytes,
-                "utilization_percent": g.utilization_percent,
-                "processes_known": g.processes_known,
-                "other_processes": g.other_processes,
-                "other_bytes": g.other_bytes,
-                "other_users": _by_user(g.others) if figures.privacy != "aggregate" and g.processes_known else None,
-                "other_process_list": (
-                    [{"pid": p.pid, "user": p.user, "used_bytes": p.used_bytes} for p in g.others]
-                    if figures.privacy == "list" and g.processes_known
-                    else None
-                ),
-            }
-            for g in figures.gpus
-        ],
-        "kernels": [
-            {
-                "id": k.id,
-                "pid": k.pid,
-                "status": k.status,
-                "report_age_s": k.report_age_s,
-                "package_version": k.package_version,
-                "policy": k.policy,
-                "policy_state": k.policy_state,
-                "policy_note": k.policy_note,
-                "framework": k.framework,
-                "framework_started": k.framework_started,
-                "oom_errors_total": k.oom_errors_total,
-                "ceiling": {"max_fraction": k.max_fraction, "max_limit_bytes": k.max_limit_bytes},
-                "execution_state": k.execution_state,
-                "last_activity": k.last_activity,
-                "gpus": [
-                    {
-                        "index": g.index,
-                        "uuid": g.uuid,
-                        "used_bytes": g.used_bytes,
-                        "budget_bytes": g.budget_bytes,
-                        "in_force": g.in_force,
-                        "over_budget": g.over_budget,
-                        "pool_bytes": g.pool_bytes,
-                        "pool_known": g.pool_known,
-                        "overhead_bytes": g.overhead_bytes,
-                        "overhead_source": g.overhead_source,
-                        "framework_bytes": g.framework_bytes,
-                        "framework_peak_bytes": g.framework_peak_bytes,
-                        "limit_kind": g.limit_kind,
-                        "limit_hard": g.limit_hard,
-                    }
-                    for g in k.gpus
-                ],
-            }
-            for k in figures.kernels
-        ],
-    }
-    if figures.stalled_since is not None:
-        body["stalled_since"] = figures.stalled_since
+    body = _fields(ServerBody, figures, version=VERSION, package_version=__version__, interval_s=interval_s)
+    if figures.stalled_since is None:
+        del body["stalled_since"]  # absent while the driver answers, as before the field was added
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-def _by_user(others: tuple[OtherProcess, ...]) -> list[UserShare]:
-    """Other processes summed per Unix user (null: a user the host does not show, or memory N/A)."""
-    users: dict[str | None, list[OtherProcess]] = {}
-    for process in others:
-        users.setdefault(process.user, []).append(process)
-    return [
-        {"user": user, "processes": len(group), "used_bytes": _sum([p.used_bytes for p in group])}
-        for user, group in sorted(users.items(), key=lambda item: item[0] or "")
-    ]
+def _fields(shape: type, source: object, **given: object) -> dict[str, Any]:
+    """``source`` as the generated TypedDict ``shape``: each field the source's attribute of that name, or ``given``.
+    A field added after the first release (NotRequired) that the source does not hold is left out: its absence means
+    its default, as a reader of any release knows (docs/protocol.md, "Versioning and releases mixing")."""
+    return {
+        name: given[name] if name in given else _value(getattr(source, name), hint)
+        for name, (hint, required) in _hints(shape).items()
+        if required or name in given or hasattr(source, name)
+    }
 
 
-def _sum(values: list[int | None]) -> int | None:
-    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+def _value(value: Any, hint: Any) -> Any:
+    if value is None:
+        return None
+    if get_origin(hint) in (Union, UnionType):  # X | None: the value is not None
+        hint = next(part for part in get_args(hint) if part is not NoneType)
+    if is_typeddict(hint):
+        return _fields(hint, value)
+    if get_origin(hint) is list:
+        return [_value(item, get_args(hint)[0]) for item in value]
+    return value
+
+
+@cache
+def _hints(shape: type) -> dict[str, tuple[Any, bool]]:
+    """Each field of a TypedDict: its type and whether it is required. Read from the annotations, not
+    ``__required_keys__``: the generated modules' postponed annotations leave those all required."""
+    fields: dict[str, tuple[Any, bool]] = {}
+    for name, hint in get_type_hints(shape, include_extras=True).items():
+        origin: object = get_origin(hint)
+        fields[name] = (get_args(hint)[0], False) if origin is NotRequired else (hint, True)
+    return fields
 
 
 class GpumemHandler(APIHandler):

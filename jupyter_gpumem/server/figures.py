@@ -3,20 +3,21 @@
 Three sources, each for what it knows best. The server's own NVML reading says how much memory each
 process holds, as nvidia-smi counts it. The kernel manager says which processes are which kernels.
 Each kernel's report (publish.py) says its budget, policy, framework and allocator figures. The
-metrics and the JSON API only render a Figures; they never read or decide anything themselves.
+metrics and the JSON API only render a Figures; they never read or decide anything themselves. Its fields are
+named as the API's body names them (wire/schemas/api.v1.json), which the API's encoder follows (server.api).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from jupyter_gpumem.budget.privacy import LEVELS, Level, total
+from jupyter_gpumem.budget.plan import Ceiling
+from jupyter_gpumem.budget.privacy import LEVELS, Level, UserShare, by_user, total
 from jupyter_gpumem.gpu.model import Device, Snapshot
-from jupyter_gpumem.wire.api import Status
-from jupyter_gpumem.wire.comm import Gpu as ReportedGpu
-from jupyter_gpumem.wire.comm import LimitKind, OverheadSource, OwnSource, PolicyState
+from jupyter_gpumem.wire.api import KernelStatus
+from jupyter_gpumem.wire.comm import LimitKind, OverheadSource, OwnSource, PolicyState, SampleGpu
 from jupyter_gpumem.wire.report import Report
 
 Privacy = Level  # the kernel's levels, the same words (privacy.py)
@@ -33,7 +34,7 @@ class OtherProcess(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class Gpu:
+class GpuFigures:
     index: int
     uuid: str | None
     name: str | None
@@ -44,11 +45,13 @@ class Gpu:
     processes_known: bool  # False: the driver refused the process query, so nothing per process is known
     other_processes: int | None  # processes of none of this server's kernels
     other_bytes: int | None  # their memory; None when the driver cannot tell for one of them (N/A)
-    others: tuple[OtherProcess, ...] = ()  # each of them; empty unless the privacy setting shows them
+    # Per Unix user where the privacy setting shows users (names, list); None otherwise or when nothing is known.
+    other_users: tuple[UserShare, ...] | None = None
+    other_process_list: tuple[OtherProcess, ...] | None = None  # each of them, under privacy list only
 
 
 @dataclass(frozen=True, slots=True)
-class KernelGpu:
+class KernelGpuFigures:
     """One kernel on one GPU: NVML's figure for its processes, and what its report says."""
 
     index: int
@@ -60,12 +63,12 @@ class KernelGpu:
     pool_bytes: int | None
     pool_known: bool
     overhead_bytes: int | None
-    overhead_source: OverheadSource | None
+    overhead_source: OverheadSource
     framework_bytes: int | None
     framework_peak_bytes: int | None
     own_bytes: int | None  # the kernel's own figure, as it attributes it (docs/containers.md)
-    own_source: OwnSource | None
-    limit_kind: LimitKind | None
+    own_source: OwnSource
+    limit_kind: LimitKind
     limit_hard: bool
 
 
@@ -73,18 +76,17 @@ class KernelGpu:
 class Kernel:
     id: str
     pid: int | None  # the kernel manager's
-    status: Status  # reporting: its report is fresh; stale: too old to use; not_reporting: none (or unreadable)
+    status: KernelStatus  # reporting: its report is fresh; stale: too old to use; not_reporting: none (or unreadable)
     report_age_s: float | None
     package_version: str | None
     policy: str | None
-    policy_state: PolicyState | None
+    policy_state: PolicyState
     policy_note: str | None
     framework: str | None
     framework_started: bool
     oom_errors_total: int | None
-    max_fraction: float | None
-    max_limit_bytes: int | None
-    gpus: tuple[KernelGpu, ...]
+    gpus: tuple[KernelGpuFigures, ...]
+    ceiling: Ceiling = field(default_factory=Ceiling)  # as its report says; none known without one
     execution_state: str | None = None  # the server's kernel manager: idle, busy, starting, ...
     # When it last ran code (time.time()): its report's idle_since (publish.py), the kernel's own word, where
     # it reports; else its last message on any channel as the server saw it, which the sidebar's samples move.
@@ -97,7 +99,7 @@ class Figures:
     problem: str | None  # NVML could not be read at all: the sentence why
     driver_version: str | None
     simulated: str | None  # the stand-in NVML's scenario, never a real driver
-    gpus: tuple[Gpu, ...]
+    gpus: tuple[GpuFigures, ...]
     kernels: tuple[Kernel, ...]
     privacy: Privacy = "aggregate"  # what is shown of other processes: GpumemServer.privacy
     # The driver did not answer the server's last reading in time: it has not answered since then, and the figures
@@ -159,7 +161,7 @@ def _held(device: Device, owner: Mapping[int, str]) -> dict[str | None, list[int
     return held
 
 
-def _judge(report: Report | None, now: float, stale_after_s: float) -> tuple[Status, Report | None]:
+def _judge(report: Report | None, now: float, stale_after_s: float) -> tuple[KernelStatus, Report | None]:
     """Whether a kernel's report can be used, and the report."""
     if report is None:
         return "not_reporting", None
@@ -168,15 +170,12 @@ def _judge(report: Report | None, now: float, stale_after_s: float) -> tuple[Sta
 
 def _gpu(
     device: Device, held: Mapping[str | None, list[int | None]], owner: Mapping[int, str], privacy: Privacy
-) -> Gpu:
+) -> GpuFigures:
     others = held.get(None, [])
     known = device.processes_known and not device.lost
-    listed = (
-        tuple(OtherProcess(p.pid, p.user, p.used_bytes) for p in device.processes if p.pid not in owner)
-        if known and privacy != "aggregate"
-        else ()
-    )
-    return Gpu(
+    shown = known and privacy != "aggregate"
+    listed = tuple(OtherProcess(p.pid, p.user, p.used_bytes) for p in device.processes if p.pid not in owner)
+    return GpuFigures(
         index=device.index,
         uuid=device.uuid,
         name=device.name,
@@ -187,13 +186,14 @@ def _gpu(
         processes_known=known,
         other_processes=len(others) if known else None,
         other_bytes=total(others) if known else None,
-        others=listed,
+        other_users=by_user(listed) if shown else None,
+        other_process_list=listed if shown and privacy == "list" else None,
     )
 
 
 def _kernel(
     source: KernelSource,
-    judged: tuple[Status, Report | None],
+    judged: tuple[KernelStatus, Report | None],
     devices: Sequence[Device],
     held: Sequence[Mapping[str | None, list[int | None]]],
     now: float,
@@ -214,8 +214,7 @@ def _kernel(
         framework=sample["framework"] if sample else None,
         framework_started=sample["framework_started"] if sample else False,
         oom_errors_total=fresh["oom_errors_total"] if fresh else None,
-        max_fraction=fresh["ceiling"]["max_fraction"] if fresh else None,
-        max_limit_bytes=fresh["ceiling"]["max_limit_bytes"] if fresh else None,
+        ceiling=Ceiling(fresh["ceiling"]["max_fraction"], fresh["ceiling"]["max_limit_bytes"]) if fresh else Ceiling(),
         gpus=tuple(
             row
             for device, by in zip(devices, held, strict=True)
@@ -226,7 +225,7 @@ def _kernel(
     )
 
 
-def _kernel_gpu(device: Device, own: list[int | None], said: ReportedGpu | None) -> KernelGpu | None:
+def _kernel_gpu(device: Device, own: list[int | None], said: SampleGpu | None) -> KernelGpuFigures | None:
     """The kernel's row on a GPU where it is: NVML lists a process of it there, or its framework reports
     allocator figures for it. None elsewhere, even with a budget there: a row where it holds nothing tells
     nothing, and every row costs the server's event loop at each scrape (metrics.py). ``own``: the memory
@@ -243,7 +242,7 @@ def _kernel_gpu(device: Device, own: list[int | None], said: ReportedGpu | None)
     # No process listed is not 0: NVML lists none where the kernel holds nothing, and also where its PID is
     # not the one the driver sees (a container without the host's PID namespace).
     used = total(own) if own else None
-    return KernelGpu(
+    return KernelGpuFigures(
         index=device.index,
         uuid=device.uuid,
         used_bytes=used,

@@ -23,7 +23,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from jupyter_gpumem._version import __version__
-from jupyter_gpumem.budget.privacy import by_user
 from jupyter_gpumem.server.figures import Figures
 
 Row = tuple[str, tuple[str, ...], float]  # family name, label values, value
@@ -164,15 +163,14 @@ def rows(figures: Figures) -> tuple[Row, ...]:
         add(GPU_UTILIZATION, labels, None if gpu.utilization_percent is None else gpu.utilization_percent / 100)
         add(OTHERS, labels, gpu.other_processes)
         add(OTHERS_USED, labels, gpu.other_bytes)
-        if figures.privacy != "aggregate":
-            for share in by_user(gpu.others):
-                add(OTHER_USER, (*labels, share.user or ""), share.processes)
-                add(OTHER_USER_USED, (*labels, share.user or ""), share.used_bytes)
+        for share in gpu.other_users or ():
+            add(OTHER_USER, (*labels, share.user or ""), share.processes)
+            add(OTHER_USER_USED, (*labels, share.user or ""), share.used_bytes)
     for kernel in figures.kernels:
         add(REPORTING, (kernel.id,), kernel.status == "reporting")
         add(OOM_ERRORS, (kernel.id,), kernel.oom_errors_total)
-        add(CEILING_RATIO, (kernel.id,), kernel.max_fraction)
-        add(CEILING_BYTES, (kernel.id,), kernel.max_limit_bytes)
+        add(CEILING_RATIO, (kernel.id,), kernel.ceiling.max_fraction)
+        add(CEILING_BYTES, (kernel.id,), kernel.ceiling.max_limit_bytes)
         for row in kernel.gpus:
             on = (kernel.id, row.uuid, str(row.index))
             add(KERNEL_USED, on, row.used_bytes)

@@ -1,16 +1,18 @@
 """The kernel's report file and the server's notice beside it (docs/server.md): where they are, how often the
-report is rewritten, and both as typed values (the reference: ``schemas/report.v1.json``). The kernel writes its
-report (kernel.publish) and reads the notice; the server (server.watcher) reads the report and writes the
-notice."""
+report is rewritten, and both as typed values generated from their reference, ``schemas/report.v1.json``
+(``generated/report_v1.py``). The kernel writes its report (kernel.publish) and reads the notice; the server
+(server.watcher) reads the report and writes the notice."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, TypedDict
 
-from jupyter_gpumem.wire.comm import Notice, Sample
+from jupyter_gpumem.wire.generated.report_v1 import NoticeFile, Report
 from jupyter_gpumem.wire.schemas import Schema
+
+# The generated types this module's callers use.
+__all__ = ["NoticeFile", "Report"]
 
 FOLDER = "jupyter-gpumem"
 HEARTBEAT_S = 10.0  # rewritten at least this often, so a reader can tell a live kernel's file
@@ -30,31 +32,6 @@ def notice_path(connection_file: str | os.PathLike[str]) -> Path:
 
 def notice_beside(report: Path) -> Path:
     return report.with_name(report.stem + ".notice.json")
-
-
-class Ceiling(TypedDict):
-    max_fraction: float | None
-    max_limit_bytes: int | None
-
-
-class _Report(TypedDict):
-    protocol: Literal[1]
-    type: Literal["report"]
-    pid: int
-    package_version: str
-    t: float
-    oom_errors_total: int
-    ceiling: Ceiling
-    sample: Sample  # figures only: no process tables, no notice
-
-
-class Report(_Report, total=False):
-    idle_since: float | None  # absent from a kernel older than the idle culler
-
-
-class NoticeFile(Notice):
-    protocol: Literal[1]
-    type: Literal["notice"]
 
 
 REPORT: Schema[Report] = Schema("report.v1.json", "a kernel report", "report")

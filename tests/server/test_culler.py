@@ -20,7 +20,7 @@ from server_fixtures import Server, running_server, wait_for
 
 from jupyter_gpumem.server import GpumemServer
 from jupyter_gpumem.server.culler import GRACE_S, Action, Episode, Settings, decide, held_bytes, notice
-from jupyter_gpumem.server.figures import Figures, Kernel, KernelGpu
+from jupyter_gpumem.server.figures import Figures, Kernel, KernelGpuFigures
 from jupyter_gpumem.units import GiB, MiB
 from jupyter_gpumem.wire.report import notice_path
 from jupyter_gpumem.words import word_wire
@@ -33,8 +33,8 @@ T0 = 1_763_740_800.0  # when the kernels last did something
 WARN_AND_SHUT = Settings(warn_s=30 * 60, shutdown_s=60 * 60)
 
 
-def gpu(uuid: str = GPU0, used: int | None = 3 * GiB, own: int | None = None) -> KernelGpu:
-    return KernelGpu(
+def gpu(uuid: str = GPU0, used: int | None = 3 * GiB, own: int | None = None) -> KernelGpuFigures:
+    return KernelGpuFigures(
         index=int(uuid[-1]), uuid=uuid, used_bytes=used, budget_bytes=None, in_force=False, over_budget=None,
         pool_bytes=None, pool_known=False, overhead_bytes=None, overhead_source=None, framework_bytes=None,
         framework_peak_bytes=None, own_bytes=own, own_source=None if own is None else "matched", limit_kind=None,
@@ -42,11 +42,13 @@ def gpu(uuid: str = GPU0, used: int | None = 3 * GiB, own: int | None = None) ->
     )  # fmt: skip
 
 
-def kernel(id: str = "k1", state: str | None = "idle", last: float | None = T0, gpus: tuple[KernelGpu, ...] = (gpu(),)):
+def kernel(
+    id: str = "k1", state: str | None = "idle", last: float | None = T0, gpus: tuple[KernelGpuFigures, ...] = (gpu(),)
+):
     return Kernel(
         id=id, pid=4242, status="reporting", report_age_s=0.5, package_version="0.1.0", policy=None,
         policy_state=None, policy_note=None, framework=None, framework_started=False, oom_errors_total=0,
-        max_fraction=None, max_limit_bytes=None, gpus=gpus, execution_state=state, last_activity=last,
+        gpus=gpus, execution_state=state, last_activity=last,
     )  # fmt: skip
 
 

@@ -139,27 +139,65 @@ idle_warning: idle_warn_minutes idle; idle_shutdown: idle_shutdown_minutes idle,
 """
 
 
-class Notice(TypedDict):
-    """
-    What the Jupyter server tells this kernel's user now (its idle culler, docs/hub.md), as the server's notice file says it.
-    """
-
-    kind: NoticeKind
-    """
-    idle_warning: idle_warn_minutes idle; idle_shutdown: idle_shutdown_minutes idle, the kernel is being shut down.
-    """
-    text: str
-    """
-    One plain sentence for the user, shown as it is.
-    """
-    t: float
-    """
-    When the server wrote it (seconds since the epoch); a new notice has a new t.
-    """
-    shutdown_at: float | None
-    """
-    When the kernel will be shut down (seconds since the epoch); null: a warning with no shutdown set.
-    """
+Code: TypeAlias = Literal[
+    "no_driver",
+    "driver_not_loaded",
+    "nvml_not_started",
+    "nvml_not_listing",
+    "reader_failed",
+    "its_framework",
+    "the_framework",
+    "own_untranslated",
+    "own_unlisted",
+    "own_listed",
+    "own_listed_not_told",
+    "own_matched",
+    "own_gpu_lost",
+    "own_processes_not_listed",
+    "own_not_listed",
+    "own_estimated",
+    "own_unknown",
+    "own_not_started",
+    "own_framework_untold",
+    "own_pool_untold",
+    "own_no_pool",
+    "own_candidates",
+    "own_candidate",
+    "over_hidden_gpu",
+    "over_not_in_force",
+    "not_in_force_no_gpu",
+    "not_in_force_started",
+    "not_in_force_yet",
+    "no_limit_here",
+    "over_outside",
+    "over_outside_not_strict",
+    "over_outside_beyond_aside",
+    "sentence",
+    "mps_limit_unreadable",
+    "mps_limit_empty",
+    "mps_limit_no_ordinal",
+    "mps_limit_no_unit",
+    "mps_limit_zero",
+    "mps_limit_twice",
+    "mps_limit_without_server",
+    "mps_offer",
+    "policy_in_force_nowhere",
+    "policy_in_force",
+    "policy_started_first",
+    "policy_applies_on_import",
+    "import_statement",
+    "framework_takes",
+    "takes_each",
+    "takes_tensorflow",
+    "takes_pytorch",
+    "takes_jax",
+    "idle_warning",
+    "idle_warning_shutdown",
+    "idle_shutdown",
+]
+"""
+Every code this release words (jupyter_gpumem/words/en.json has a template for each). A newer release may add codes: a reader falls back to the sentence field beside a code it does not know.
+"""
 
 
 class Cell(TypedDict):
@@ -208,6 +246,136 @@ class OtherUsers(TypedDict):
     """
 
 
+class Hello(TypedDict):
+    """
+    Kernel to frontend, the comm_open data: the settings in force and the history to replay.
+    """
+
+    protocol: Literal[1]
+    """
+    The protocol's version: a change an older reader would misread bumps it.
+    """
+    type: Literal["hello"]
+    """
+    The message's kind.
+    """
+    package_version: str
+    """
+    jupyter-gpumem's version in the kernel.
+    """
+    interval_s: float
+    """
+    The sampling interval in seconds.
+    """
+    history_s: float
+    """
+    The history window in seconds.
+    """
+    history: list[Sample]
+    """
+    The samples in the window, oldest first, without processes and others in each GPU, and without notice.
+    """
+
+
+class SampleMessage(TypedDict):
+    """
+    Kernel to frontend, one comm_msg per interval from the sampler thread.
+    """
+
+    protocol: Literal[1]
+    """
+    The protocol's version: a change an older reader would misread bumps it.
+    """
+    type: Literal["sample"]
+    """
+    The message's kind.
+    """
+    sample: Sample
+
+
+class Sample(TypedDict):
+    """
+    One look at the kernel's GPUs: what the sampler thread sends every interval.
+    """
+
+    t: float
+    """
+    time.time() in the kernel when it was taken.
+    """
+    problem: str | None
+    """
+    A sentence when NVML cannot be read at all (no driver); then gpus is [].
+    """
+    problem_said: NotRequired[Said | None]
+    """
+    Why NVML cannot be read at all as a code and its values (docs/protocol.md, 'Codes and words'); problem says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
+    """
+    stalled_since: NotRequired[float | None]
+    """
+    The NVIDIA driver did not answer this sample in time: it has not answered since then (time.time() in the kernel), and the figures are the last it gave, at that time (gpus is [] when it never answered). Null or absent: the figures are the driver's answer. The chart leaves a gap for such samples.
+    """
+    simulated: str | None
+    """
+    The stand-in NVML's scenario when the 'driver' is the stand-in; null with a real driver.
+    """
+    policy: str | None
+    """
+    The kernel's policy as %gpumem shows it ('fraction=0.5 gpus=1'); null: none.
+    """
+    policy_state: NotRequired[PolicyState]
+    """
+    recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
+    """
+    policy_note: NotRequired[str | None]
+    """
+    One sentence for people next to the policy ('applies when "import tensorflow" completes'). Absent means null.
+    """
+    policy_note_said: NotRequired[Said | None]
+    """
+    The note next to the policy as a code and its values (docs/protocol.md, 'Codes and words'); policy_note says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
+    """
+    framework: str | None
+    """
+    The framework(s) the figures belong to ('TensorFlow', 'TensorFlow and PyTorch'); null while several are installed and none is imported.
+    """
+    framework_started: bool
+    """
+    Its runtime has started (its settings are fixed).
+    """
+    takes: NotRequired[str | None]
+    """
+    What the framework(s) take of a GPU without a budget, a phrase that starts with the framework's name; null: not known. Absent means null.
+    """
+    takes_said: NotRequired[Said | None]
+    """
+    What the framework(s) take of a GPU without a budget as a code and its values (docs/protocol.md, 'Codes and words'); takes says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
+    """
+    pid_namespace: NotRequired[PidNamespace]
+    """
+    Where this kernel stands towards the PIDs NVML reports (docs/containers.md); null: no GPU to tell it from. Absent means null.
+    """
+    limit_note: NotRequired[str | None]
+    """
+    One sentence about hard limits (an MPS limit that cannot be read, or the mps=on offer); null: nothing to say. Absent means null.
+    """
+    limit_note_said: NotRequired[Said | None]
+    """
+    The note about hard limits as a code and its values (docs/protocol.md, 'Codes and words'); limit_note says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
+    """
+    gpus: list[SampleGpu]
+    """
+    NVML order (PCI bus order); [] without a driver.
+    """
+    notice: NotRequired[Notice | None]
+    """
+    What the Jupyter server tells this kernel's user now; null: nothing. Absent in hello.history and from an older kernel.
+    """
+    cells: NotRequired[list[Cell]]
+    """
+    The notebook's cells this sample marks on the chart: those that ended since the kernel's previous sample, and the one running (end_t null), oldest first. Kept in hello.history, so a replay has every cell in its window. Absent: none (and from an older kernel).
+    """
+
+
 class SampleGpu(TypedDict):
     """
     One GPU as this kernel sees it.
@@ -252,6 +420,10 @@ class SampleGpu(TypedDict):
     own_reason: NotRequired[str | None]
     """
     For people, a phrase: what own_bytes rests on, or why it is unknown. Absent means null.
+    """
+    own_reason_said: NotRequired[Said | None]
+    """
+    What own_bytes rests on, or why it is unknown, as a code and its values (docs/protocol.md, 'Codes and words'); own_reason says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
     """
     own_pid: NotRequired[int | None]
     """
@@ -305,6 +477,10 @@ class SampleGpu(TypedDict):
     """
     When own_bytes is over budget_bytes: why, as a phrase; null otherwise. Added after the first release: absent means null.
     """
+    over_reason_said: NotRequired[Said | None]
+    """
+    Why own_bytes is over budget_bytes, as a code and its values (docs/protocol.md, 'Codes and words'); over_reason says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
+    """
     framework_bytes: int | None
     """
     The framework allocator's bytes in use; null until its runtime has started (the sampler never starts it).
@@ -327,115 +503,49 @@ class SampleGpu(TypedDict):
     """
 
 
-class Sample(TypedDict):
+class Notice(TypedDict):
     """
-    One look at the kernel's GPUs: what the sampler thread sends every interval.
+    What the Jupyter server tells this kernel's user now (its idle culler, docs/hub.md), as the server's notice file says it.
     """
 
+    kind: NoticeKind
+    """
+    idle_warning: idle_warn_minutes idle; idle_shutdown: idle_shutdown_minutes idle, the kernel is being shut down.
+    """
+    text: str
+    """
+    One plain sentence for the user, shown as it is.
+    """
+    text_said: NotRequired[Said | None]
+    """
+    The sentence for the user as a code and its values (docs/protocol.md, 'Codes and words'); text says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
+    """
     t: float
     """
-    time.time() in the kernel when it was taken.
+    When the server wrote it (seconds since the epoch); a new notice has a new t.
     """
-    problem: str | None
+    shutdown_at: float | None
     """
-    A sentence when NVML cannot be read at all (no driver); then gpus is [].
-    """
-    stalled_since: NotRequired[float | None]
-    """
-    The NVIDIA driver did not answer this sample in time: it has not answered since then (time.time() in the kernel), and the figures are the last it gave, at that time (gpus is [] when it never answered). Null or absent: the figures are the driver's answer. The chart leaves a gap for such samples.
-    """
-    simulated: str | None
-    """
-    The stand-in NVML's scenario when the 'driver' is the stand-in; null with a real driver.
-    """
-    policy: str | None
-    """
-    The kernel's policy as %gpumem shows it ('fraction=0.5 gpus=1'); null: none.
-    """
-    policy_state: NotRequired[PolicyState]
-    """
-    recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
-    """
-    policy_note: NotRequired[str | None]
-    """
-    One sentence for people next to the policy ('applies when "import tensorflow" completes'). Absent means null.
-    """
-    framework: str | None
-    """
-    The framework(s) the figures belong to ('TensorFlow', 'TensorFlow and PyTorch'); null while several are installed and none is imported.
-    """
-    framework_started: bool
-    """
-    Its runtime has started (its settings are fixed).
-    """
-    takes: NotRequired[str | None]
-    """
-    What the framework(s) take of a GPU without a budget, a phrase that starts with the framework's name; null: not known. Absent means null.
-    """
-    pid_namespace: NotRequired[PidNamespace]
-    """
-    Where this kernel stands towards the PIDs NVML reports (docs/containers.md); null: no GPU to tell it from. Absent means null.
-    """
-    limit_note: NotRequired[str | None]
-    """
-    One sentence about hard limits (an MPS limit that cannot be read, or the mps=on offer); null: nothing to say. Absent means null.
-    """
-    gpus: list[SampleGpu]
-    """
-    NVML order (PCI bus order); [] without a driver.
-    """
-    notice: NotRequired[Notice | None]
-    """
-    What the Jupyter server tells this kernel's user now; null: nothing. Absent in hello.history and from an older kernel.
-    """
-    cells: NotRequired[list[Cell]]
-    """
-    The notebook's cells this sample marks on the chart: those that ended since the kernel's previous sample, and the one running (end_t null), oldest first. Kept in hello.history, so a replay has every cell in its window. Absent: none (and from an older kernel).
+    When the kernel will be shut down (seconds since the epoch); null: a warning with no shutdown set.
     """
 
 
-class Hello(TypedDict):
+class Said(TypedDict):
     """
-    Kernel to frontend, the comm_open data: the settings in force and the history to replay.
+    A reason, problem or note as a code and the values its words need (docs/protocol.md, 'Codes and words'): each surface words it from its language's catalogue, jupyter_gpumem/words/<language>.json, where the code names a template whose {name} placeholders are the values.
     """
 
-    protocol: Literal[1]
+    code: Code | str
     """
-    The protocol's version: a change an older reader would misread bumps it.
+    A code of $defs/code; a reader that does not know it (a newer sender's) shows the English sentence field beside it.
     """
-    type: Literal["hello"]
+    values: dict[str, SaidValue]
     """
-    The message's kind.
-    """
-    package_version: str
-    """
-    jupyter-gpumem's version in the kernel.
-    """
-    interval_s: float
-    """
-    The sampling interval in seconds.
-    """
-    history_s: float
-    """
-    The history window in seconds.
-    """
-    history: list[Sample]
-    """
-    The samples in the window, oldest first, without processes and others in each GPU, and without notice.
+    What the words need, by the template's placeholder names: numbers as numbers (*_bytes in bytes, *_s in seconds, a time of day in seconds since the epoch), formatted by the surface; strings as data, shown as they are.
     """
 
 
-class SampleMessage(TypedDict):
-    """
-    Kernel to frontend, one comm_msg per interval from the sampler thread.
-    """
-
-    protocol: Literal[1]
-    """
-    The protocol's version: a change an older reader would misread bumps it.
-    """
-    type: Literal["sample"]
-    """
-    The message's kind.
-    """
-    sample: Sample
+SaidValue: TypeAlias = str | float | Said | list[str | Said]
+"""
+One value of a Said: a string (data), a number, another code with its values (worded in its place), or a list of these (joined as the template's placeholder says).
+"""

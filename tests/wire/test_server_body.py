@@ -1,0 +1,71 @@
+"""The server's ``/api/gpumem/v1`` body (server.api.encode) is what its schema, api.v1.json, admits: encoded from
+Figures made of a real NVML snapshot and a kernel's report, under every privacy setting, with and without a driver
+that answers."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import referencing
+
+from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
+from jupyter_gpumem.server.api import encode
+from jupyter_gpumem.server.figures import KernelSource, Privacy, make_figures
+from jupyter_gpumem.wire.api import BODY
+from jupyter_gpumem.wire.schemas import FILES, load
+
+GiB = 1024**3
+REPORT = json.loads((Path(__file__).parents[1] / "fixtures" / "report" / "report.json").read_text())
+GPU0, GPU1 = (g["uuid"] for g in REPORT["sample"]["gpus"])
+NOW = REPORT["t"] + 1
+
+
+def figures(privacy: Privacy, stalled_since: float | None) -> bytes:
+    def process(pid: int, gpu: str, used: int | None, user: str | None) -> GpuProcess:
+        return GpuProcess(pid, gpu, used, "compute", "python", user, None, False)
+
+    devices = (
+        Device(0, GPU0, "NVIDIA A100-SXM4-40GB", 40 * GiB, 12 * GiB, utilization_percent=30,
+               processes=(process(4242, GPU0, 3 * GiB, "alice"), process(7001, GPU0, 4 * GiB, "bob"),
+                          process(7002, GPU0, None, None))),
+        Device(1, GPU1, "NVIDIA A100-SXM4-40GB", 40 * GiB, 5 * GiB, processes=(process(4242, GPU1, 5 * GiB, "alice"),)),
+        Device(2, None, None, lost=True),
+    )  # fmt: skip
+    snapshot = Snapshot(NOW, -1, devices, "550.54.15", stalled_since=stalled_since)
+    kernels = [KernelSource("k1", 4242, REPORT, "busy", NOW - 5), KernelSource("k2", None, None)]
+    return encode(make_figures(snapshot, kernels, NOW, 30, privacy), 1.0)
+
+
+def reference() -> jsonschema.Draft202012Validator:
+    registry: referencing.Registry[Any] = referencing.Registry().with_resources(
+        (load(name)["$id"], referencing.Resource.from_contents(load(name))) for name in FILES
+    )
+    return jsonschema.Draft202012Validator({"$ref": load("api.v1.json")["$id"]}, registry=registry)
+
+
+@pytest.mark.parametrize("stalled_since", [None, NOW - 20])
+@pytest.mark.parametrize("privacy", ["aggregate", "names", "list"])
+def test_the_servers_body_is_what_its_schema_admits(privacy: Privacy, stalled_since: float | None) -> None:
+    body = json.loads(figures(privacy, stalled_since))
+    assert [e.message for e in reference().iter_errors(body)] == []
+    assert BODY.problem(copy.deepcopy(body)) is None
+    # Absent, not null, while the driver answers; the kernel's report is carried through to its rows.
+    assert body.get("stalled_since", "absent") == ("absent" if stalled_since is None else stalled_since)
+    [k1, k2] = body["kernels"]
+    assert k1["ceiling"] == REPORT["ceiling"] and k1["policy_state"] == REPORT["sample"]["policy_state"]
+    assert [g["framework_peak_bytes"] for g in k1["gpus"]] == [
+        g["framework_peak_bytes"] for g in REPORT["sample"]["gpus"]
+    ]
+    assert (k2["status"], k2["ceiling"], k2["gpus"]) == (
+        "not_reporting",
+        {"max_fraction": None, "max_limit_bytes": None},
+        [],
+    )
+    gpu0 = body["gpus"][0]
+    assert (gpu0["other_users"] is None) == (privacy == "aggregate")
+    assert (gpu0["other_process_list"] is None) == (privacy != "list")
