@@ -38,8 +38,8 @@ def test_the_package_keeps_its_layers() -> None:
     [
         ("render/text.py", "from jupyter_gpumem.kernel import control", "Layers"),
         ("gpu/host.py", "from jupyter_gpumem.budget import policy", "Layers"),
-        ("server/api.py", "from jupyter_gpumem.kernel import publish", "Layers"),
-        ("hub/rows.py", "from jupyter_gpumem.server import api", "Layers"),
+        ("server/handlers.py", "from jupyter_gpumem.kernel import publish", "Layers"),
+        ("hub/rows.py", "from jupyter_gpumem.server import handlers", "Layers"),
         ("render/html.py", "import pynvml", "pynvml"),
     ],
 )

@@ -20,8 +20,8 @@ from traitlets.config import LoggingConfigurable
 from jupyter_gpumem._version import __version__ as __version__  # jupyter server extension list shows it
 from jupyter_gpumem.budget.privacy import level_of
 from jupyter_gpumem.server import culler
-from jupyter_gpumem.server.api import PATH, GpumemHandler
 from jupyter_gpumem.server.figures import PRIVACY
+from jupyter_gpumem.server.handlers import PATH, GpumemHandler
 from jupyter_gpumem.server.metrics import GpumemCollector
 from jupyter_gpumem.server.watcher import Watcher
 from jupyter_gpumem.wire.report import HEARTBEAT_S

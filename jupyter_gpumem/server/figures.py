@@ -4,7 +4,7 @@ Three sources, each for what it knows best. The server's own NVML reading says h
 process holds, as nvidia-smi counts it. The kernel manager says which processes are which kernels.
 Each kernel's report (publish.py) says its budget, policy, framework and allocator figures. The
 metrics and the JSON API only render a Figures; they never read or decide anything themselves. Its fields are
-named as the API's body names them (wire/schemas/api.v1.json), which the API's encoder follows (server.api).
+named as the API's body names them (wire/schemas/api.v1.json), which the API's encoder follows (server.handlers).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from jupyter_gpumem.gpu.files import replace_json
 from jupyter_gpumem.gpu.host import HostProcesses
 from jupyter_gpumem.gpu.model import HostInfo
 from jupyter_gpumem.gpu.reader import Reader
-from jupyter_gpumem.server import api, culler, metrics
+from jupyter_gpumem.server import culler, handlers, metrics
 from jupyter_gpumem.server.figures import EMPTY, Figures, KernelSource, Privacy, make_figures
 from jupyter_gpumem.units import format_duration, format_gib_or_mib
 from jupyter_gpumem.wire.report import REPORT, Report, notice_path, report_path
@@ -53,7 +53,7 @@ class Published(NamedTuple):
 def publish(figures: Figures, interval_s: float) -> Published:
     found = metrics.rows(figures)
     time.sleep(YIELD_S)
-    return Published(found, api.encode(figures, interval_s))
+    return Published(found, handlers.encode(figures, interval_s))
 
 
 class Watcher:

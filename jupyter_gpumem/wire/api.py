@@ -1,5 +1,5 @@
 """The server extension's ``GET /api/gpumem/v1`` body, version 1, as typed values generated from its reference,
-``schemas/api.v1.json`` (``generated/api_v1.py``, docs/server.md): the server encodes it (server.api), the hub
+``schemas/api.v1.json`` (``generated/api_v1.py``, docs/server.md): the server encodes it (server.handlers), the hub
 service reads it (hub.rows). A NotRequired field is one added after the first release: a body from an older server
 lacks it, and ``BODY.problem`` fills in its default (docs/protocol.md, "Versioning and releases mixing")."""
 

@@ -32,8 +32,8 @@ from server_fixtures import eventually, http, prometheus_query, running_promethe
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
 from jupyter_gpumem.hub import group_settings
 from jupyter_gpumem.server import GpumemServer
-from jupyter_gpumem.server.api import encode
 from jupyter_gpumem.server.figures import KernelSource, make_figures
+from jupyter_gpumem.server.handlers import encode
 from jupyter_gpumem.server.metrics import rows
 from jupyter_gpumem.units import GiB
 

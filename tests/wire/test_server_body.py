@@ -1,4 +1,4 @@
-"""The server's ``/api/gpumem/v1`` body (server.api.encode) is what its schema, api.v1.json, admits: encoded from
+"""The server's ``/api/gpumem/v1`` body (server.handlers.encode) is what its schema, api.v1.json, admits: encoded from
 Figures made of a real NVML snapshot and a kernel's report, under every privacy setting, with and without a driver
 that answers."""
 
@@ -14,8 +14,8 @@ import pytest
 import referencing
 
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
-from jupyter_gpumem.server.api import encode
 from jupyter_gpumem.server.figures import KernelSource, Privacy, make_figures
+from jupyter_gpumem.server.handlers import encode
 from jupyter_gpumem.wire.api import BODY
 from jupyter_gpumem.wire.schemas import FILES, load
 
