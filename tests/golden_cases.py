@@ -21,6 +21,7 @@ from protocol_fixtures import (
     GPU_A,
     IDLE_NOTICE,
     OWN_PID,
+    applied,
     container_reading,
     hidden_reading,
     lost_reading,
@@ -30,7 +31,10 @@ from protocol_fixtures import (
     s1_reading,
 )
 
-from jupyter_gpumem.budget.reading import Reading
+from jupyter_gpumem.budget.overhead import Overhead
+from jupyter_gpumem.budget.plan import make_plan
+from jupyter_gpumem.budget.policy import parse
+from jupyter_gpumem.budget.reading import Reading, reading
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
 from jupyter_gpumem.kernel.protocol import encode_sample, sample_message
 from jupyter_gpumem.kernel.widget import header_html, table_html
@@ -78,6 +82,19 @@ def hostile_reading() -> Reading:
     return no_plan(snapshot)
 
 
+def ties_reading() -> Reading:
+    """Figures exactly half way (docs/numbers.md), where a double rounded half to even in Python and half up in
+    JavaScript: this kernel holds 157 MiB of a 200 MiB budget (78.5%: 79%), the device 2.25 GiB of 22.25 GiB
+    (2.3 of 22.3 GiB), another process 2.5 MiB (3)."""
+    own = GpuProcess(OWN_PID, GPU_A, 157 * MiB, "compute", "python", "alice", 12.0, True)
+    other = GpuProcess(5150, GPU_A, 5 * MiB // 2, "compute", "nvtop", "bob", 0.5, False)
+    device = Device(0, GPU_A, "NVIDIA A10", 89 * GiB // 4, 9 * GiB // 4, processes=(own, other))
+    snapshot = Snapshot(taken_at=1763740805.0, own_pid=OWN_PID, driver_version="550.54.15", devices=(device,))
+    aside = Overhead(100 * MiB, "estimated", "PyTorch on Ampere (compute 8.6)")
+    plan = make_plan(parse(["limit=200MiB"]), snapshot, lambda device: aside)
+    return reading(snapshot, applied(plan, "pytorch"), started=True, allocators={}, measured=lambda uuid: None)
+
+
 def older_kernel_sample() -> dict[str, Any]:
     """S1 from a kernel that does not say how it knows its own figure (own_source null): a view says nothing
     rather than guess "exact"."""
@@ -96,6 +113,7 @@ CASES: dict[str, Callable[[], tuple[Reading | None, dict[str, Any]]]] = {
     "privacy_names": lambda: (privacy_reading(), encode_sample(privacy_reading(), IDLE_NOTICE)),
     "no_driver": lambda: (no_driver_reading(), encode_sample(no_driver_reading())),
     "older_kernel": lambda: (None, older_kernel_sample()),
+    "ties": lambda: (ties_reading(), encode_sample(ties_reading())),
 }
 
 

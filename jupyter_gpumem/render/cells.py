@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from jupyter_gpumem.budget.frameworks import Allocator
-from jupyter_gpumem.units import format_duration, format_gib_or_mib
+from jupyter_gpumem.units import format_duration, format_gib_or_mib, format_tenth
 from jupyter_gpumem.wire.comm import Cell as CellSpan
 
 LINE_CHARS = 40  # of a cell's first line in the table
@@ -177,7 +177,7 @@ def span(cell: Cell) -> CellSpan:
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "running"
-    return f"{seconds:.1f} s" if seconds < 10 else format_duration(seconds)
+    return f"{format_tenth(seconds)} s" if seconds < 10 else format_duration(seconds)
 
 
 def _figure(value: int | None) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from jupyter_gpumem.gpu.model import GpuProcess
-from jupyter_gpumem.units import format_mib
+from jupyter_gpumem.units import format_mib, format_tenth
 
 NA = "N/A"
 PENDING = "…"
@@ -74,7 +74,7 @@ def of_sample(gpu: Mapping[str, Any]) -> list[Row]:
 
 def _cpu(row: Row) -> str:
     if row.cpu_percent is not None:
-        return f"{row.cpu_percent:.1f}"
+        return format_tenth(row.cpu_percent)
     return PENDING if row.cpu_pending else NA
 
 

@@ -8,20 +8,25 @@ string from the kernel's sample through `printable`.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from jupyter_gpumem.budget.privacy import from_sample, others_line
 from jupyter_gpumem.gpu.reader import stalled_sentence
 from jupyter_gpumem.render.text import printable
-from jupyter_gpumem.units import GiB, MiB, format_gib_or_mib
+from jupyter_gpumem.units import (
+    against_budget,
+    budget_level,
+    format_clock,
+    format_gib_or_mib,
+    format_tenth,
+    percent,
+    whole_mib,
+)
 
 Level = Literal["ok", "warn", "error"]
 Gpu = Mapping[str, Any]  # a protocol gpu (wire.comm.Gpu), read only
 Sample = Mapping[str, Any]  # a protocol sample (wire.comm.Sample), read only
-
-WARN_AT = 0.9  # at or above this share of the budget the headline turns to the warning colour (format.ts)
 
 
 def gpu_key(gpu: Gpu) -> str:
@@ -62,11 +67,6 @@ def device_line(gpu: Gpu) -> str:
     )
 
 
-def _level(own: int, budget: int) -> Level:
-    share = own / budget if budget > 0 else float("inf")
-    return "error" if share > 1 else "warn" if share >= WARN_AT else "ok"
-
-
 def headline(gpu: Gpu, sample: Sample) -> tuple[str, Level]:
     """ "3.1 of 4.0 GiB budget (78%)", in the warning colour from 90% and the error colour above."""
     own, budget = gpu.get("own_bytes"), gpu.get("budget_bytes")
@@ -82,10 +82,9 @@ def headline(gpu: Gpu, sample: Sample) -> tuple[str, Level]:
     if own is None:
         why = [*unheld, "the driver cannot tell this kernel's memory"]
         return f"N/A of {format_gib_or_mib(budget)} budget ({'; '.join(why)})", "ok"
-    unit, digits, name = (GiB, 1, "GiB") if budget >= GiB else (MiB, 0, "MiB")
-    share = f"{round(own / budget * 100)}%" if budget > 0 else "∞"
-    text = f"{own / unit:.{digits}f} of {budget / unit:.{digits}f} {name} budget ({', '.join([share, *unheld])})"
-    return text, _level(own, budget)
+    figure, limit, unit = against_budget(own, budget)
+    share = f"{percent(own, budget)}%" if budget > 0 else "∞"
+    return f"{figure} of {limit} {unit} budget ({', '.join([share, *unheld])})", budget_level(own, budget)
 
 
 def own_line(gpu: Gpu) -> tuple[str, Level] | None:
@@ -186,14 +185,14 @@ def process_cells(p: Mapping[str, Any]) -> dict[str, str]:
         "pid": str(p["pid"]),
         "name": "N/A" if p.get("name") is None else printable(p["name"]),
         "user": "N/A" if p.get("user") is None else printable(p["user"]),
-        "used": "N/A" if p.get("used_bytes") is None else str(round(p["used_bytes"] / MiB)),
-        "cpu": f"{cpu:.1f}" if cpu is not None else "…" if pending else "N/A",
+        "used": "N/A" if p.get("used_bytes") is None else str(whole_mib(p["used_bytes"])),
+        "cpu": format_tenth(cpu) if cpu is not None else "…" if pending else "N/A",
     }
 
 
 def clock(t: float) -> str:
     """ "14:03:27", the kernel's local time."""
-    return time.strftime("%H:%M:%S", time.localtime(t))
+    return format_clock(t)
 
 
 def chart_labels(framework: str | None) -> dict[str, str]:
@@ -209,7 +208,7 @@ def chart_labels(framework: str | None) -> dict[str, str]:
 
 def total_above(total_bytes: float) -> str:
     """The chart's note where the device total lies above its scale (format.ts totalAbove)."""
-    return f"device total {format_gib_or_mib(int(total_bytes))} ↑"
+    return f"device total {format_gib_or_mib(total_bytes)} ↑"
 
 
 def mark_title(t: float, reason: str | None) -> str:

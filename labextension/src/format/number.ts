@@ -1,6 +1,11 @@
 /**
  * Every number the text shows, and the thresholds of its colours: bytes in binary units as nvidia-smi
- * counts them, shares of a budget, durations, clock times, axis labels.
+ * counts them, shares of a budget, durations, clock times, axis labels. docs/numbers.md is the rule;
+ * jupyter_gpumem/units.py implements the same one, and tests/render/test_number_format.py feeds both
+ * thousands of generated readings and compares their words.
+ *
+ * Every figure rounds half up on its exact value: bytes and shares in BigInt arithmetic, never through a
+ * binary double (a double's 2.25 GiB or 157/200 is exactly half way, and 20 × bytes passes 2^53 at 400 TiB).
  */
 
 import type { Level, Trans } from './trans';
@@ -8,72 +13,114 @@ import type { Level, Trans } from './trans';
 export const MiB = 1024 ** 2;
 export const GiB = 1024 ** 3;
 
-/** "3.1 GiB", "512 MiB"; null: "N/A" (the driver cannot tell), never 0. */
+const MIB = BigInt(MiB);
+const GIB = BigInt(GiB);
+
+/** The warning colour from 9/10 of the budget (units.WARN_TENTHS). */
+const WARN_TENTHS = 9;
+
+/** numerator / denominator to the nearest whole number, a half up (units.nearest); denominator > 0. */
+function nearest(numerator: bigint, denominator: bigint): bigint {
+  const twice = 2n * numerator + denominator;
+  const quotient = twice / (2n * denominator); // BigInt division truncates toward zero: floor it
+  return twice % (2n * denominator) < 0n ? quotient - 1n : quotient;
+}
+
+/** A figure in whole bytes: Math.round is half up on the double's exact value (units.round_half_up). */
+function whole(value: number): bigint {
+  return BigInt(Math.round(value));
+}
+
+/** "2.3" from 23n: one decimal without a double in between. */
+function tenthsText(tenths: bigint): string {
+  const size = tenths < 0n ? -tenths : tenths;
+  return `${tenths < 0n ? '-' : ''}${size / 10n}.${size % 10n}`;
+}
+
+/** "3.1 GiB" from 1 GiB up, "512 MiB" below (the unit chosen on the exact bytes); null: "N/A" (the
+ * driver cannot tell), never 0. */
 export function formatBytes(value: number | null, trans: Trans): string {
   if (value === null) {
     return trans.__('N/A');
   }
-  if (value >= GiB) {
-    return trans.__('%1 GiB', (value / GiB).toFixed(1));
+  const size = whole(value);
+  if (size >= GIB) {
+    return trans.__('%1 GiB', tenthsText(nearest(10n * size, GIB)));
   }
-  return trans.__('%1 MiB', Math.round(value / MiB));
+  return trans.__('%1 MiB', String(nearest(size, MIB)));
 }
-
-/** At or above this share of the budget the headline turns to the warning colour. */
-export const WARN_AT = 0.9;
 
 /** Own and budget in the budget's unit: ["3.1", "4.0", "GiB"] or ["177", "512", "MiB"]. */
 export function againstBudget(
   own: number,
   budget: number
 ): [string, string, string] {
-  const unit = budget >= GiB ? GiB : MiB;
-  const digits = unit === GiB ? 1 : 0;
+  if (budget >= GiB) {
+    return [
+      tenthsText(nearest(10n * whole(own), GIB)),
+      tenthsText(nearest(10n * whole(budget), GIB)),
+      'GiB'
+    ];
+  }
   return [
-    (own / unit).toFixed(digits),
-    (budget / unit).toFixed(digits),
-    unit === GiB ? 'GiB' : 'MiB'
+    String(nearest(whole(own), MIB)),
+    String(nearest(whole(budget), MIB)),
+    'MiB'
   ];
 }
 
-/** "78%": own against budget, a share the headline shows; "∞" against a zero budget. */
+/** "79%": own against budget, a share the headline shows (157 of 200 MiB is 78.5%: 79%); "∞"
+ * against a zero budget. */
 export function budgetShare(own: number, budget: number, trans: Trans): string {
-  return budget > 0 ? trans.__('%1%', Math.round((own / budget) * 100)) : '∞';
+  const bytes = whole(budget);
+  return bytes > 0n
+    ? trans.__('%1%', String(nearest(100n * whole(own), bytes)))
+    : '∞';
 }
 
 /** The process table's memory column: whole MiB, as nvidia-smi's process table counts them. */
 export function mibFigure(bytes: number): string {
-  return String(Math.round(bytes / MiB));
+  return String(nearest(whole(bytes), MIB));
 }
 
-/** The process table's CPU column: % of one core to one decimal. */
+/** The process table's CPU column: % of one core to one decimal; toFixed is half up on the double's
+ * exact value (units.format_tenth). */
 export function cpuFigure(percent: number): string {
   return percent.toFixed(1);
 }
 
-/** Warning from 90% of the budget, error above it. */
+/** The colour against a budget, decided on the bytes, never on the rounded words: warning from 90%
+ * of the budget, error above it (a budget of 0: above it at once). 10 × own and 9 × budget are exact
+ * doubles for whole bytes up to 10^15, a petabyte. */
 export function level(own: number, budget: number): Level {
-  const share = budget > 0 ? own / budget : Infinity;
-  return share > 1 ? 'error' : share >= WARN_AT ? 'warn' : 'ok';
+  return own > budget || budget <= 0
+    ? 'error'
+    : 10 * own >= WARN_TENTHS * budget
+      ? 'warn'
+      : 'ok';
 }
 
 const pad = (n: number) => String(n).padStart(2, '0');
 
-/** "14:03" or "14:03:27", the browser's local time (ticks and hover). */
+/** "14:03" or "14:03:27", the browser's local time (ticks and hover): the second `ms` falls in, its
+ * fraction dropped (units.format_clock). */
 export function clock(ms: number, seconds: boolean): string {
   const d = new Date(ms);
   const hm = `${pad(d.getHours())}:${pad(d.getMinutes())}`;
   return seconds ? `${hm}:${pad(d.getSeconds())}` : hm;
 }
 
-/** A y-axis label: "2", "0.5" (the unit is written once, above the axis). */
+/** A y-axis label: "2", "0.5" (the unit is written once, above the axis); two decimals at most, a
+ * half up (toFixed), trailing zeros dropped. The chart's own, no Python twin: plotly draws the still
+ * picture's axis. */
 export function axisNumber(value: number): string {
   return Number.isInteger(value) ? String(value) : String(+value.toFixed(2));
 }
 
-/** "45 s", "30 min", "2 h 5 min": an idle time as people say it (units.format_duration). */
+/** "45 s", "30 min", "2 h 5 min": an idle time as people say it, whole seconds or minutes a half up;
+ * the unit chosen on the rounded figure, so 59.5 s reads "1 min" (units.format_duration). */
 export function duration(seconds: number, trans: Trans): string {
-  if (seconds < 60) {
+  if (Math.round(seconds) < 60) {
     return trans.__('%1 s', Math.round(seconds));
   }
   const minutes = Math.round(seconds / 60);
