@@ -17,8 +17,9 @@ from jupyter_gpumem.budget.plan import Ceiling
 from jupyter_gpumem.budget.privacy import LEVELS, Level, UserShare, by_user, total
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.wire.api import KernelStatus
-from jupyter_gpumem.wire.comm import LimitKind, OverheadSource, OwnSource, PolicyState, SampleGpu
+from jupyter_gpumem.wire.comm import LimitKind, OverheadSource, OwnSource, PolicyState, Said, SampleGpu
 from jupyter_gpumem.wire.report import Report
+from jupyter_gpumem.words import wire
 
 Privacy = Level  # the kernel's levels, the same words (privacy.py)
 PRIVACY = LEVELS
@@ -87,6 +88,7 @@ class Kernel:
     oom_errors_total: int | None
     gpus: tuple[KernelGpuFigures, ...]
     ceiling: Ceiling = field(default_factory=Ceiling)  # as its report says; none known without one
+    policy_note_said: Said | None = None  # the policy note's code and values, where the kernel sends them
     execution_state: str | None = None  # the server's kernel manager: idle, busy, starting, ...
     # When it last ran code (time.time()): its report's idle_since (publish.py), the kernel's own word, where
     # it reports; else its last message on any channel as the server saw it, which the sidebar's samples move.
@@ -105,6 +107,7 @@ class Figures:
     # The driver did not answer the server's last reading in time: it has not answered since then, and the figures
     # are the last it gave (reader.py). None: the figures are its answer.
     stalled_since: float | None = None
+    problem_said: Said | None = None  # the problem's code and values
 
 
 EMPTY = Figures(t=None, problem=None, driver_version=None, simulated=None, gpus=(), kernels=())
@@ -141,6 +144,7 @@ def make_figures(
     return Figures(
         t=snapshot.taken_at,
         problem=snapshot.problem,
+        problem_said=wire(snapshot.problem),
         stalled_since=snapshot.stalled_since,
         driver_version=snapshot.driver_version,
         simulated=snapshot.simulated_scenario,
@@ -211,6 +215,7 @@ def _kernel(
         policy=sample["policy"] if sample else None,
         policy_state=sample.get("policy_state") if sample else None,
         policy_note=sample.get("policy_note") if sample else None,
+        policy_note_said=sample.get("policy_note_said") if sample else None,
         framework=sample["framework"] if sample else None,
         framework_started=sample["framework_started"] if sample else False,
         oom_errors_total=fresh["oom_errors_total"] if fresh else None,

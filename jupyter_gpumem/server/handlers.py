@@ -8,7 +8,7 @@ attribute of that name, so a field added to the schema and to the figures needs 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from types import NoneType, UnionType
 from typing import Any, Union, get_args, get_origin
@@ -34,14 +34,23 @@ def encode(figures: Figures, interval_s: float) -> bytes:
 
 
 def _fields(shape: type, source: object, **given: object) -> dict[str, Any]:
-    """``source`` as the generated TypedDict ``shape``: each field the source's attribute of that name, or ``given``.
-    A field added after the first release (NotRequired) that the source does not hold is left out: its absence means
-    its default, as a reader of any release knows (docs/protocol.md, "Versioning and releases mixing")."""
+    """``source`` as the generated TypedDict ``shape``: each field the source's attribute of that name (its key, where
+    it is already wire data), or ``given``. A field added after the first release (NotRequired) that the source does
+    not hold is left out: its absence means its default, as a reader of any release knows (docs/protocol.md,
+    "Versioning and releases mixing")."""
     return {
-        name: given[name] if name in given else _value(getattr(source, name), hint)
+        name: given[name] if name in given else _value(_get(source, name), hint)
         for name, (hint, required) in _hints(shape).items()
-        if required or name in given or hasattr(source, name)
+        if required or name in given or _has(source, name)
     }
+
+
+def _has(source: object, name: str) -> bool:
+    return name in source if isinstance(source, Mapping) else hasattr(source, name)
+
+
+def _get(source: object, name: str) -> Any:
+    return source[name] if isinstance(source, Mapping) else getattr(source, name)
 
 
 def _value(value: Any, hint: Any) -> Any:

@@ -18,6 +18,7 @@ from jupyter_gpumem.server.figures import KernelSource, Privacy, make_figures
 from jupyter_gpumem.server.handlers import encode
 from jupyter_gpumem.wire.api import BODY
 from jupyter_gpumem.wire.schemas import FILES, load
+from jupyter_gpumem.words import Said
 
 GiB = 1024**3
 REPORT = json.loads((Path(__file__).parents[1] / "fixtures" / "report" / "report.json").read_text())
@@ -25,7 +26,7 @@ GPU0, GPU1 = (g["uuid"] for g in REPORT["sample"]["gpus"])
 NOW = REPORT["t"] + 1
 
 
-def figures(privacy: Privacy, stalled_since: float | None) -> bytes:
+def figures(privacy: Privacy, stalled_since: float | None, report: dict[str, Any] = REPORT) -> bytes:
     def process(pid: int, gpu: str, used: int | None, user: str | None) -> GpuProcess:
         return GpuProcess(pid, gpu, used, "compute", "python", user, None, False)
 
@@ -37,7 +38,7 @@ def figures(privacy: Privacy, stalled_since: float | None) -> bytes:
         Device(2, None, None, lost=True),
     )  # fmt: skip
     snapshot = Snapshot(NOW, -1, devices, "550.54.15", stalled_since=stalled_since)
-    kernels = [KernelSource("k1", 4242, REPORT, "busy", NOW - 5), KernelSource("k2", None, None)]
+    kernels = [KernelSource("k1", 4242, report, "busy", NOW - 5), KernelSource("k2", None, None)]
     return encode(make_figures(snapshot, kernels, NOW, 30, privacy), 1.0)
 
 
@@ -69,3 +70,18 @@ def test_the_servers_body_is_what_its_schema_admits(privacy: Privacy, stalled_si
     gpu0 = body["gpus"][0]
     assert (gpu0["other_users"] is None) == (privacy == "aggregate")
     assert (gpu0["other_process_list"] is None) == (privacy != "list")
+
+
+def test_the_body_carries_the_code_of_each_sentence_beside_it() -> None:
+    said = {"code": "policy_applies_on_import", "values": {"imports": ["tensorflow"]}}
+    report = {**REPORT, "sample": {**REPORT["sample"], "policy_note_said": said}}
+    snapshot = Snapshot(NOW, -1, problem=Said("driver_not_loaded"))
+    body = json.loads(encode(make_figures(snapshot, [KernelSource("k1", 4242, report)], NOW, 30), 1.0))
+    assert [e.message for e in reference().iter_errors(body)] == []
+    assert (body["problem"], body["problem_said"]) == (
+        str(Said("driver_not_loaded")),
+        {"code": "driver_not_loaded", "values": {}},
+    )
+    assert body["kernels"][0]["policy_note_said"] == said
+    # From a kernel of an older release, which sends none: null.
+    assert json.loads(figures("aggregate", None))["kernels"][0]["policy_note_said"] is None
