@@ -32,7 +32,8 @@ from jupyter_gpumem.units import (
     format_percent,
 )
 
-ROOT = Path(__file__).parents[2]
+# the checkout with node_modules: this one, or the one holding mutmut's copy of it (benchmarks/mutation.py)
+ROOT = next((p for p in Path(__file__).resolve().parents if (p / "node_modules").is_dir()), Path(__file__).parents[2])
 HARNESS = ROOT / "build" / "ts-tests" / "tests" / "ts" / "numbers-harness.js"
 BUILD = "node_modules/.bin/tsc -p tsconfig.test.json --noEmitOnError false"
 PB = 10**15  # about the most memory one host's GPUs hold together for years to come; within 2**53
