@@ -28,7 +28,8 @@ from urllib.parse import urlencode, urlparse
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
-from jupyter_gpumem.hub.rows import Gpu, Row, gpus_of_server, rows_of_server, unreadable
+from jupyter_gpumem.hub.rows import GpuRow, Row, gpus_of_server, rows_of_server, unreadable
+from jupyter_gpumem.wire.api import PATH
 from jupyter_gpumem.words import Said
 
 log = logging.getLogger("jupyter_gpumem.hub")
@@ -55,7 +56,7 @@ class PollStats:
 @dataclass
 class _Server:
     rows: list[Row]
-    gpus: list[Gpu]
+    gpus: list[GpuRow]
     answered: bool  # in its last poll
     good: list[Row] | None = None  # the last valid reading's rows, shown stale while it does not answer
     failing_since: float | None = None
@@ -94,7 +95,7 @@ class Poller:
         self.interval_s, self.deadline_s = interval_s, deadline_s
         self.max_requests_per_s = max_requests_per_s
         self.rows: list[Row] = []
-        self.gpus: list[Gpu] = []
+        self.gpus: list[GpuRow] = []
         self.t: float | None = None
         self.stats: PollStats | None = None
         self.on_poll: Callable[[], None] | None = None
@@ -158,25 +159,26 @@ class Poller:
                 return found
             offset = int(following["offset"])
 
-    async def _read(self, user: str, name: str, url: str) -> tuple[list[Row], list[Gpu]]:
+    async def _read(self, user: str, name: str, url: str) -> tuple[list[Row], list[GpuRow]]:
         try:
             body = await self._get(f"{self.proxy_url}{url.rstrip('/')}/api/gpumem/v1", self.deadline_s)
         except HTTPClientError as error:
             if error.code == 404:
-                return [unreadable(user, name, "jupyter-gpumem is not installed in this server (404)")], []
+                return [unreadable(user, name, Said("not_installed"))], []
             if error.code in NOT_ANSWERING:
                 raise _NotAnswering(_why(error, self.deadline_s)) from error
-            return [unreadable(user, name, f"its /api/gpumem/v1 answered {error.code} {error.message or ''}")], []
+            answered = Said("answered_status", path=PATH, status=error.code, message=error.message or "")
+            return [unreadable(user, name, answered)], []
         except (OSError, asyncio.TimeoutError) as error:  # refused, reset: a server stopping mid-poll
             raise _NotAnswering(str(error) or type(error).__name__) from error
         except _TooLarge:
-            limit = f"{self.max_body_bytes / 2**20:g} MiB"
-            return [unreadable(user, name, f"its /api/gpumem/v1 answer is larger than {limit}, the most read")], []
+            too_large = Said("answer_too_large", path=PATH, most_mib=self.max_body_bytes / 2**20)
+            return [unreadable(user, name, too_large)], []
         except ValueError as error:  # not JSON
-            return [unreadable(user, name, f"its /api/gpumem/v1 answer is not JSON: {error}")], []
+            return [unreadable(user, name, Said("answer_not_json", path=PATH, error=str(error)))], []
         except Exception as error:  # whatever else one server's answer causes is that server's row, not the poll's
             log.warning("reading %s's server %r failed", user, name, exc_info=True)
-            return [unreadable(user, name, f"its /api/gpumem/v1 could not be read: {error!r}")], []
+            return [unreadable(user, name, Said("answer_unreadable", path=PATH, error=repr(error)))], []
         rows = rows_of_server(user, name, body, time.time())
         return rows, gpus_of_server(body) if rows and rows[0].problem is None else []
 

@@ -30,7 +30,7 @@ from urllib.parse import urlencode
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from jupyter_gpumem.hub.poll import PollStats
-from jupyter_gpumem.hub.rows import ID, MAX_BYTES, MAX_GPUS, MAX_KERNELS, NAME, Gpu, Row, unreadable
+from jupyter_gpumem.hub.rows import ID, MAX_BYTES, MAX_GPUS, MAX_KERNELS, NAME, GpuRow, Row, unreadable
 from jupyter_gpumem.words import Said
 
 log = logging.getLogger("jupyter_gpumem.hub")
@@ -154,7 +154,9 @@ class _Kernel:
     gpus: dict[tuple[str, int], dict[str, Any]] | None = None
 
 
-def rows_of_answers(answers: dict[str, list[tuple[dict[str, str], object]]]) -> tuple[list[Row], list[Gpu], int, int]:
+def rows_of_answers(
+    answers: dict[str, list[tuple[dict[str, str], object]]],
+) -> tuple[list[Row], list[GpuRow], int, int]:
     """The rows and GPUs from each query's samples; a server with an implausible label or value is its own row
     saying why. Also how many servers Prometheus scraped and how many it could not."""
     servers: dict[tuple[str, str], dict[str, _Kernel] | str] = {}
@@ -174,7 +176,7 @@ def rows_of_answers(answers: dict[str, list[tuple[dict[str, str], object]]]) -> 
             servers.setdefault(key, {})
         else:
             failed += 1
-            servers[key] = "Prometheus could not scrape its /metrics (up is 0: see Prometheus's targets page)"
+            servers[key] = Said("prometheus_not_scraping")
     for query in KERNEL_QUERIES:
         if query == "up":
             continue
@@ -189,7 +191,7 @@ def rows_of_answers(answers: dict[str, list[tuple[dict[str, str], object]]]) -> 
             try:
                 _add(kernels, query, labels, _value(KIND[query], query, text))
             except Invalid as error:
-                servers[key] = f"its figures in Prometheus are not valid: {error}"
+                servers[key] = Said("prometheus_figures_not_valid", error=str(error))
     stalled: dict[tuple[str, str], float] = {}
     for labels, text in answers.get("stalled_since", []):
         try:
@@ -199,13 +201,13 @@ def rows_of_answers(answers: dict[str, list[tuple[dict[str, str], object]]]) -> 
         try:
             stalled[key] = _value("time", "stalled_since", text)
         except Invalid as error:
-            servers[key] = f"its figures in Prometheus are not valid: {error}"
+            servers[key] = Said("prometheus_figures_not_valid", error=str(error))
     rows: list[Row] = []
     for (user, server), kernels in servers.items():
         if isinstance(kernels, str):
             rows.append(unreadable(user, server, kernels))
         elif len(kernels) > MAX_KERNELS:
-            rows.append(unreadable(user, server, f"Prometheus lists {len(kernels)} kernels (at most {MAX_KERNELS})"))
+            rows.append(unreadable(user, server, Said("prometheus_too_many", kernels=len(kernels), most=MAX_KERNELS)))
         else:
             since = stalled.get((user, server))
             rows.extend(replace(r, driver_stalled_since=since) for r in _rows(user, server, kernels))
@@ -261,7 +263,7 @@ def _rows(user: str, server: str, kernels: dict[str, _Kernel]) -> list[Row]:
     return rows
 
 
-def _gpus(answers: dict[str, list[tuple[dict[str, str], object]]]) -> list[Gpu]:
+def _gpus(answers: dict[str, list[tuple[dict[str, str], object]]]) -> list[GpuRow]:
     """The GPUs whose labels and figures are plausible; one that is not is left out (logged), never guessed."""
     found: dict[str, dict[str, Any]] = {}
     for query, field in (("gpu_total", "total_bytes"), ("gpu_used", "used_bytes"), ("gpu_lost", "lost"),
@@ -278,7 +280,7 @@ def _gpus(answers: dict[str, list[tuple[dict[str, str], object]]]) -> list[Gpu]:
                 continue
             gpu[field] = name if field == "name" else bool(value) if field == "lost" else int(value)
     return [
-        Gpu(uuid, g["index"], g.get("name"), g.get("lost", False), g.get("total_bytes"), g.get("used_bytes"))
+        GpuRow(uuid, g["index"], g.get("name"), g.get("lost", False), g.get("total_bytes"), g.get("used_bytes"))
         for uuid, g in sorted(found.items())
     ]
 
@@ -302,10 +304,10 @@ class PrometheusReader:
         self.interval_s, self.deadline_s, self.max_body_bytes = interval_s, deadline_s, max_body_bytes
         self.targets = targets
         self.rows: list[Row] = []
-        self.gpus: list[Gpu] = []
+        self.gpus: list[GpuRow] = []
         self.t: float | None = None
         self.stats: PollStats | None = None
-        self.problem: str | None = None
+        self.problem: Said | None = None
         self.on_poll: Callable[[], None] | None = None
         self._good: list[Row] = []
         self._failing_since: float | None = None
@@ -352,8 +354,7 @@ class PrometheusReader:
             rows, gpus, scraped, failed = rows_of_answers(dict(zip(QUERIES, found, strict=True)))
         except _Unusable as error:
             self._failing_since = self._failing_since or now
-            shown = f"Prometheus at {self.url} cannot be read: {error}"
-            self.problem = f"{shown}. The rows below are its last figures; check that Prometheus runs."
+            self.problem = Said("prometheus_unreadable", url=self.url, error=str(error))
             self.rows = [replace(r, problem=Said("not_answering", error=str(error)), stale_since=self._failing_since)
                          for r in self._good]  # fmt: skip
             scraped = failed = 0

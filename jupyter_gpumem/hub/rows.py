@@ -23,6 +23,7 @@ from typing import Any, cast
 from jupyter_gpumem._version import __version__
 from jupyter_gpumem.wire.api import BODY, PATH, ServerBody
 from jupyter_gpumem.wire.schemas import release
+from jupyter_gpumem.words import Said
 
 log = logging.getLogger("jupyter_gpumem.hub")
 
@@ -54,7 +55,7 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
-class Gpu:
+class GpuRow:
     """A GPU as a server sees it; servers on one node see the same GPU (the same UUID)."""
 
     uuid: str
@@ -112,29 +113,27 @@ def _values_problem(body: ServerBody) -> str | None:
     return None
 
 
-def gpus_of_server(data: object) -> list[Gpu]:
+def gpus_of_server(data: object) -> list[GpuRow]:
     """The GPUs of a body ``rows_of_server`` found valid (it checks first); the lost and the unnamed included."""
     body = cast(ServerBody, data)
     return [
-        Gpu(g["uuid"], g["index"], g["name"], g["lost"], g["total_bytes"], g["used_bytes"])
+        GpuRow(g["uuid"], g["index"], g["name"], g["lost"], g["total_bytes"], g["used_bytes"])
         for g in body["gpus"]
         if g["uuid"] is not None  # a GPU with no UUID cannot be told from the same GPU seen by another server
     ]
 
 
-def refusal(data: object) -> str | None:
+def refusal(data: object) -> Said | None:
     """The row's sentence for a body of another version than this hub reads (``BODY.other_version``): which
     releases meet and where to upgrade; None: a version-1 body (or none at all)."""
     version = BODY.other_version(data)
     if version is None:
         return None
     theirs = release(data)
-    runs = f"it runs jupyter-gpumem {theirs}, whose" if theirs else "it runs a jupyter-gpumem whose"
-    where = "the hub's environment" if version > BODY.version else "this server's environment"
-    return (
-        f"{runs} /api/gpumem/v{version} this hub service (jupyter-gpumem {__version__}) cannot read: "
-        f"upgrade jupyter-gpumem in {where}"
-    )
+    where = Said("hub_environment") if version > BODY.version else Said("server_environment")
+    if theirs:
+        return Said("server_other_version", release=theirs, version=version, hub_release=__version__, where=where)
+    return Said("server_other_version_unnamed", version=version, hub_release=__version__, where=where)
 
 
 def rows_of_server(user: str, server: str, data: object, now: float) -> list[Row]:
@@ -149,7 +148,7 @@ def rows_of_server(user: str, server: str, data: object, now: float) -> list[Row
         problem = _values_problem(cast(ServerBody, data))
     BODY.tell(sender, problem, log)
     if problem is not None:
-        return [unreadable(user, server, f"its {PATH} body is not valid: {problem}")]
+        return [unreadable(user, server, Said("body_not_valid", path=PATH, problem=problem))]
     body = cast(ServerBody, data)
     rows: list[Row] = []
     for kernel in body["kernels"]:

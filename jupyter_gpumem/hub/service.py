@@ -128,7 +128,7 @@ def render_rows(poller: Source) -> bytes:
     return json.dumps(
         {
             "t": poller.t,
-            "source": {"prometheus": prometheus, "problem": problem},
+            "source": {"prometheus": prometheus, "problem": problem, "problem_said": wire(problem)},
             "interval_s": poller.interval_s,
             "poll": None if poller.stats is None else asdict(poller.stats),
             "summary": summary(poller.rows, poller.gpus),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from jupyter_gpumem.hub.rows import Gpu, Row
+from jupyter_gpumem.hub.rows import GpuRow, Row
 from jupyter_gpumem.units import format_duration, format_gib_or_mib, format_mib
 
 TOP = 10  # per list; the table below has every row, and its filter finds the rest
@@ -31,7 +31,7 @@ def texts(r: Row) -> dict[str, str]:
     }
 
 
-def summary(rows: list[Row], gpus: list[Gpu]) -> dict[str, Any]:
+def summary(rows: list[Row], gpus: list[GpuRow]) -> dict[str, Any]:
     over = sorted(
         (r for r in rows if r.over_budget and r.used_bytes is not None and r.budget_bytes is not None),
         key=lambda r: (r.budget_bytes or 0) - (r.used_bytes or 0),

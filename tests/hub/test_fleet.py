@@ -83,6 +83,10 @@ def test_each_faulty_server_is_its_own_row_that_says_why(fleet: Fleet) -> None:
         [row] = rows[user]
         assert row["kernel_id"] == f"kernel-{int(user[1:]):05d}" and row["used_bytes"] is not None, row
         assert row["problem"] == f"not answering: no answer within {DEADLINE_S:g} s"
+        assert row["problem_said"] == {
+            "code": "not_answering",
+            "values": {"error": {"code": "no_answer_within", "values": {"seconds": DEADLINE_S}}},
+        }
 
 
 def test_no_value_of_an_absurd_body_reaches_the_page_or_the_metrics(fleet: Fleet) -> None:

@@ -4,6 +4,7 @@ place from the service's JSON (no reload), light and dark. The service runs in f
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,6 +105,10 @@ def test_the_table_is_updated_in_place_without_reloading_the_page(browser: Brows
     page.wait_for_function("first => document.getElementById('state').textContent !== first", arg=first, timeout=15_000)
     assert page.evaluate("() => window.sameDocument === true")  # a reload would have dropped it
     assert page.locator("tr.stale").count() >= 2  # the servers that answered once, then hung: kept, marked
+    # Worded here from the rows' codes (not_answering, no_answer_within) and the catalogue the page is served with.
+    notes = page.locator("tr.stale td:last-child").all_text_contents()
+    stale = re.compile(r"not answering since \S+( [AP]M)? \(no answer within 0\.5 s\)")
+    assert notes and all(stale.fullmatch(n) for n in notes), notes
     page.context.close()
 
 

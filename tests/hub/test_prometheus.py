@@ -165,7 +165,7 @@ def test_the_page_read_from_prometheus_shows_every_healthy_user_with_the_polls_f
     from_prometheus = eventually(complete, timeout=60)
     polled = get(f"{scraped.fleet.service}api/rows")
     assert figures(from_prometheus) == figures(polled)
-    assert from_prometheus["source"] == {"prometheus": scraped.prometheus, "problem": None}
+    assert from_prometheus["source"] == {"prometheus": scraped.prometheus, "problem": None, "problem_said": None}
 
     # The summary is the same code's, on the same rows and GPUs (16 users a node share its GPUs); the idle time
     # is the one figure the servers' metrics do not carry.
