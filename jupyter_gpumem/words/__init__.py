@@ -18,9 +18,10 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict, Union
+from typing import Any, Union
 
 from jupyter_gpumem.units import format_duration, format_gib_or_mib, format_mib
+from jupyter_gpumem.wire.generated import comm_v1
 
 CATALOGUE: dict[str, str] = json.loads((Path(__file__).parent / "en.json").read_text(encoding="utf-8"))
 PLACEHOLDER = re.compile(r"\{(\w+)(?::(\w+))?\}")
@@ -29,22 +30,15 @@ JOINS = ("or", "and", "semicolon")
 Value = Union[str, int, float, "Said", Sequence[Union[str, "Said"]]]
 
 
-class SaidJson(TypedDict):
-    """A code and its values as the wire carries them (comm.v1.json ``$defs/said``)."""
-
-    code: str
-    values: dict[str, Any]
-
-
 class Said(str):
     """A phrase or sentence that knows its code and values. As a ``str`` it is its English words, what every
     surface of this process shows and what the wire's sentence fields carry for readers of older releases;
     ``wire()`` is the code and values a reader of this release words itself."""
 
-    code: str
+    code: comm_v1.Code
     values: Mapping[str, Value]
 
-    def __new__(cls, code: str, **values: Value) -> Said:
+    def __new__(cls, code: comm_v1.Code, **values: Value) -> Said:
         said = super().__new__(cls, word(code, values))
         said.code, said.values = code, values
         return said
@@ -52,11 +46,12 @@ class Said(str):
     def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle: a Said is made from its code, never its words
         return _said, (self.code, dict(self.values))
 
-    def wire(self) -> SaidJson:
+    def wire(self) -> comm_v1.Said:
+        """The code and values as the wire carries them (comm.v1.json ``$defs/said``)."""
         return {"code": self.code, "values": {k: _wire_value(v) for k, v in self.values.items()}}
 
 
-def _said(code: str, values: dict[str, Value]) -> Said:
+def _said(code: comm_v1.Code, values: dict[str, Value]) -> Said:
     return Said(code, **values)
 
 
@@ -68,7 +63,7 @@ def _wire_value(value: Value) -> Any:
     return value
 
 
-def wire(text: str | None) -> SaidJson | None:
+def wire(text: str | None) -> comm_v1.Said | None:
     """The code and values of a sentence field, for the field beside it; None for no sentence, or one that is
     not a Said (an older kernel's, read from its report)."""
     return text.wire() if isinstance(text, Said) else None
