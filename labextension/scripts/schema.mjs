@@ -62,6 +62,24 @@ const omit = (node, keys) =>
     Object.entries(node).filter(([key]) => !keys.includes(key))
   );
 
+/** `node` of `file`, its references within that file made references to it from another. */
+function elsewhere(node, file) {
+  if (Array.isArray(node)) {
+    return node.map(item => elsewhere(item, file));
+  }
+  if (!isObject(node)) {
+    return node;
+  }
+  return Object.fromEntries(
+    Object.entries(node).map(([key, value]) => [
+      key,
+      key === '$ref' && value.startsWith('#')
+        ? file + value
+        : elsewhere(value, file)
+    ])
+  );
+}
+
 /** The API's schema whole, for the validator: the shapes it refers to in other files copied into its $defs. */
 function bundled(root) {
   const copies = {};
@@ -70,7 +88,7 @@ function bundled(root) {
       copies[name] = { file };
       copies[name] = {
         file,
-        def: resolveExternal(schema(file).$defs[name], copy)
+        def: resolveExternal(elsewhere(schema(file).$defs[name], file), copy)
       };
     } else if (copies[name].file !== file) {
       throw new Error(`two files' shapes are named ${name}`);

@@ -92,6 +92,24 @@ for (const [folder, schema, where] of [
   });
 }
 
+test("a body's sentences as codes (the comm schema's said) are checked as ajv checks them", () => {
+  const check = reference('api', 'api.json');
+  const body = read(join(FIXTURES, 'api', 'body.json')) as object;
+  const agree = (said: unknown) => {
+    const data = { ...body, problem_said: said };
+    const found = problem(API_SCHEMA, structuredClone(data), 'body');
+    assert.equal(
+      found === null,
+      check(data),
+      `${JSON.stringify(said)}: ${found}`
+    );
+    return found === null;
+  };
+  assert.equal(agree({ code: 'no_driver', values: {} }), true);
+  assert.equal(agree({ code: 7, values: {} }), false);
+  assert.equal(agree({ code: 'no_driver', values: { gpu: {} } }), false);
+});
+
 test('a keyword the validator does not know is an error, not a pass', () => {
   assert.throws(
     () => problem({ type: 'string', pattern: '^GPU-' }, 'GPU-1', 'uuid'),

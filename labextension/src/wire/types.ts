@@ -76,7 +76,21 @@ export type Code =
   | 'not_answering'
   | 'no_answer_within'
   | 'not_answering_since'
-  | 'driver_not_answering_since';
+  | 'driver_not_answering_since'
+  | 'server_other_version'
+  | 'server_other_version_unnamed'
+  | 'hub_environment'
+  | 'server_environment'
+  | 'body_not_valid'
+  | 'not_installed'
+  | 'answered_status'
+  | 'answer_too_large'
+  | 'answer_not_json'
+  | 'answer_unreadable'
+  | 'prometheus_not_scraping'
+  | 'prometheus_figures_not_valid'
+  | 'prometheus_too_many'
+  | 'prometheus_unreadable';
 /**
  * One value of a Said: a string (data), a number, another code with its values (worded in its place), or a list of these (joined as the template's placeholder says).
  */
