@@ -1,8 +1,8 @@
 """The cases behind tests/fixtures/golden/: one Reading each, and the words every surface shows of it.
 
 Each fixture holds the protocol sample the Reading encodes to (what the sidebar and the live inline view
-get) and, per surface, the text expected: ``view`` (per GPU: the lines of format.ts's viewLines and the
-process cells, checked by tests/ts/golden.test.ts against format.ts and by tests/render/test_golden.py against
+get) and, per surface, the text expected: ``view`` (per GPU: the lines of format/panel.ts's viewLines and the
+process cells, checked by tests/ts/golden.test.ts against format/ and by tests/render/test_golden.py against
 viewtext.py), ``inline_still`` (the visible lines of the inline view's still picture), ``status_text`` and
 ``status_html`` (the visible lines of `%gpumem status`). The tests compare; only a person regenerates, after
 reading the difference: ``python tests/golden_cases.py`` (with PYTHONPATH as for the tests).
@@ -162,7 +162,7 @@ class Visible(HTMLParser):
 
 
 def view(sample: dict[str, Any], gpu: dict[str, Any]) -> dict[str, Any]:
-    """What viewtext says of one GPU, in the keys of format.ts viewLines (and the process cells)."""
+    """What viewtext says of one GPU, in the keys of format/panel.ts viewLines (and the process cells)."""
 
     def line(pair: tuple[str, str] | None) -> dict[str, str] | None:
         return None if pair is None else {"text": pair[0], "level": pair[1]}

@@ -22,7 +22,7 @@ from jupyter_gpumem.units import (
 def test_sizes_are_nvidia_smis_mib_or_the_sidebars_gib_or_mib_and_na_is_not_zero():
     assert [format_mib(v) for v in (None, 0, 380 * MiB, 8192 * MiB)] == ["N/A", "0 MiB", "380 MiB", "8192 MiB"]
     figures = [format_gib_or_mib(v) for v in (None, 0, 504 * MiB, GiB - 1, 8192 * MiB)]
-    assert figures == ["N/A", "0 MiB", "504 MiB", "1024 MiB", "8.0 GiB"]  # format.ts formatBytes, the same
+    assert figures == ["N/A", "0 MiB", "504 MiB", "1024 MiB", "8.0 GiB"]  # format/number.ts formatBytes, the same
 
 
 def test_a_figure_exactly_half_way_rounds_up_wherever_it_is_shown():

@@ -1,5 +1,5 @@
 """Every surface's words for each golden case (tests/fixtures/golden/, made by tests/golden_cases.py): the inline
-view's lines (viewtext.py, the same keys tests/ts/golden.test.ts checks format.ts against), its still picture,
+view's lines (viewtext.py, the same keys tests/ts/golden.test.ts checks format/ against), its still picture,
 and `%gpumem status` as text and as HTML. A mismatch names the case and the surface."""
 
 from __future__ import annotations
