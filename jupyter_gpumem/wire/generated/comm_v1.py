@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias, TypedDict
+from typing import Any, Literal, TypeAlias, TypedDict
 
 from typing_extensions import NotRequired
 
@@ -264,133 +264,18 @@ class OtherUsers(TypedDict):
     """
 
 
-class Hello(TypedDict):
+class Said(TypedDict):
     """
-    Kernel to frontend, the comm_open data: the settings in force and the history to replay.
-    """
-
-    protocol: Literal[1]
-    """
-    The protocol's version: a change an older reader would misread bumps it.
-    """
-    type: Literal["hello"]
-    """
-    The message's kind.
-    """
-    package_version: str
-    """
-    jupyter-gpumem's version in the kernel.
-    """
-    interval_s: float
-    """
-    The sampling interval in seconds.
-    """
-    history_s: float
-    """
-    The history window in seconds.
-    """
-    history: list[Sample]
-    """
-    The samples in the window, oldest first, without processes and others in each GPU, and without notice.
+    A reason, problem or note as a code and the values its words need (docs/protocol.md, 'Codes and words'): each surface words it from its language's catalogue, jupyter_gpumem/words/<language>.json, where the code names a template whose {name} placeholders are the values.
     """
 
-
-class SampleMessage(TypedDict):
+    code: Code | str
     """
-    Kernel to frontend, one comm_msg per interval from the sampler thread.
+    A code of $defs/code; a reader that does not know it (a newer sender's) shows the English sentence field beside it.
     """
-
-    protocol: Literal[1]
+    values: dict[str, Any]
     """
-    The protocol's version: a change an older reader would misread bumps it.
-    """
-    type: Literal["sample"]
-    """
-    The message's kind.
-    """
-    sample: Sample
-
-
-class Sample(TypedDict):
-    """
-    One look at the kernel's GPUs: what the sampler thread sends every interval.
-    """
-
-    t: float
-    """
-    time.time() in the kernel when it was taken.
-    """
-    problem: str | None
-    """
-    A sentence when NVML cannot be read at all (no driver); then gpus is [].
-    """
-    problem_said: NotRequired[Said | None]
-    """
-    Why NVML cannot be read at all as a code and its values (docs/protocol.md, 'Codes and words'); problem says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
-    """
-    stalled_since: NotRequired[float | None]
-    """
-    The NVIDIA driver did not answer this sample in time: it has not answered since then (time.time() in the kernel), and the figures are the last it gave, at that time (gpus is [] when it never answered). Null or absent: the figures are the driver's answer. The chart leaves a gap for such samples.
-    """
-    simulated: str | None
-    """
-    The stand-in NVML's scenario when the 'driver' is the stand-in; null with a real driver.
-    """
-    policy: str | None
-    """
-    The kernel's policy as %gpumem shows it ('fraction=0.5 gpus=1'); null: none.
-    """
-    policy_state: NotRequired[PolicyState]
-    """
-    recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
-    """
-    policy_note: NotRequired[str | None]
-    """
-    One sentence for people next to the policy ('applies when "import tensorflow" completes'). Absent means null.
-    """
-    policy_note_said: NotRequired[Said | None]
-    """
-    The note next to the policy as a code and its values (docs/protocol.md, 'Codes and words'); policy_note says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
-    """
-    framework: str | None
-    """
-    The framework(s) the figures belong to ('TensorFlow', 'TensorFlow and PyTorch'); null while several are installed and none is imported.
-    """
-    framework_started: bool
-    """
-    Its runtime has started (its settings are fixed).
-    """
-    takes: NotRequired[str | None]
-    """
-    What the framework(s) take of a GPU without a budget, a phrase that starts with the framework's name; null: not known. Absent means null.
-    """
-    takes_said: NotRequired[Said | None]
-    """
-    What the framework(s) take of a GPU without a budget as a code and its values (docs/protocol.md, 'Codes and words'); takes says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
-    """
-    pid_namespace: NotRequired[PidNamespace]
-    """
-    Where this kernel stands towards the PIDs NVML reports (docs/containers.md); null: no GPU to tell it from. Absent means null.
-    """
-    limit_note: NotRequired[str | None]
-    """
-    One sentence about hard limits (an MPS limit that cannot be read, or the mps=on offer); null: nothing to say. Absent means null.
-    """
-    limit_note_said: NotRequired[Said | None]
-    """
-    The note about hard limits as a code and its values (docs/protocol.md, 'Codes and words'); limit_note says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
-    """
-    gpus: list[SampleGpu]
-    """
-    NVML order (PCI bus order); [] without a driver.
-    """
-    notice: NotRequired[Notice | None]
-    """
-    What the Jupyter server tells this kernel's user now; null: nothing. Absent in hello.history and from an older kernel.
-    """
-    cells: NotRequired[list[Cell]]
-    """
-    The notebook's cells this sample marks on the chart: those that ended since the kernel's previous sample, and the one running (end_t null), oldest first. Kept in hello.history, so a replay has every cell in its window. Absent: none (and from an older kernel).
+    What the words need, by the template's placeholder names. Each is a string (data, shown as it is), a number (*_bytes in bytes, *_s in seconds, a time of day in seconds since the epoch: formatted by the surface), another code with its values (worded in its place), or a list of these (joined as the placeholder says).
     """
 
 
@@ -548,22 +433,131 @@ class Notice(TypedDict):
     """
 
 
-class Said(TypedDict):
+class Sample(TypedDict):
     """
-    A reason, problem or note as a code and the values its words need (docs/protocol.md, 'Codes and words'): each surface words it from its language's catalogue, jupyter_gpumem/words/<language>.json, where the code names a template whose {name} placeholders are the values.
-    """
-
-    code: Code | str
-    """
-    A code of $defs/code; a reader that does not know it (a newer sender's) shows the English sentence field beside it.
-    """
-    values: dict[str, SaidValue]
-    """
-    What the words need, by the template's placeholder names: numbers as numbers (*_bytes in bytes, *_s in seconds, a time of day in seconds since the epoch), formatted by the surface; strings as data, shown as they are.
+    One look at the kernel's GPUs: what the sampler thread sends every interval.
     """
 
+    t: float
+    """
+    time.time() in the kernel when it was taken.
+    """
+    problem: str | None
+    """
+    A sentence when NVML cannot be read at all (no driver); then gpus is [].
+    """
+    problem_said: NotRequired[Said | None]
+    """
+    Why NVML cannot be read at all as a code and its values (docs/protocol.md, 'Codes and words'); problem says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
+    """
+    stalled_since: NotRequired[float | None]
+    """
+    The NVIDIA driver did not answer this sample in time: it has not answered since then (time.time() in the kernel), and the figures are the last it gave, at that time (gpus is [] when it never answered). Null or absent: the figures are the driver's answer. The chart leaves a gap for such samples.
+    """
+    simulated: str | None
+    """
+    The stand-in NVML's scenario when the 'driver' is the stand-in; null with a real driver.
+    """
+    policy: str | None
+    """
+    The kernel's policy as %gpumem shows it ('fraction=0.5 gpus=1'); null: none.
+    """
+    policy_state: NotRequired[PolicyState]
+    """
+    recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
+    """
+    policy_note: NotRequired[str | None]
+    """
+    One sentence for people next to the policy ('applies when "import tensorflow" completes'). Absent means null.
+    """
+    policy_note_said: NotRequired[Said | None]
+    """
+    The note next to the policy as a code and its values (docs/protocol.md, 'Codes and words'); policy_note says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
+    """
+    framework: str | None
+    """
+    The framework(s) the figures belong to ('TensorFlow', 'TensorFlow and PyTorch'); null while several are installed and none is imported.
+    """
+    framework_started: bool
+    """
+    Its runtime has started (its settings are fixed).
+    """
+    takes: NotRequired[str | None]
+    """
+    What the framework(s) take of a GPU without a budget, a phrase that starts with the framework's name; null: not known. Absent means null.
+    """
+    takes_said: NotRequired[Said | None]
+    """
+    What the framework(s) take of a GPU without a budget as a code and its values (docs/protocol.md, 'Codes and words'); takes says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
+    """
+    pid_namespace: NotRequired[PidNamespace]
+    """
+    Where this kernel stands towards the PIDs NVML reports (docs/containers.md); null: no GPU to tell it from. Absent means null.
+    """
+    limit_note: NotRequired[str | None]
+    """
+    One sentence about hard limits (an MPS limit that cannot be read, or the mps=on offer); null: nothing to say. Absent means null.
+    """
+    limit_note_said: NotRequired[Said | None]
+    """
+    The note about hard limits as a code and its values (docs/protocol.md, 'Codes and words'); limit_note says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
+    """
+    gpus: list[SampleGpu]
+    """
+    NVML order (PCI bus order); [] without a driver.
+    """
+    notice: NotRequired[Notice | None]
+    """
+    What the Jupyter server tells this kernel's user now; null: nothing. Absent in hello.history and from an older kernel.
+    """
+    cells: NotRequired[list[Cell]]
+    """
+    The notebook's cells this sample marks on the chart: those that ended since the kernel's previous sample, and the one running (end_t null), oldest first. Kept in hello.history, so a replay has every cell in its window. Absent: none (and from an older kernel).
+    """
 
-SaidValue: TypeAlias = str | float | Said | list[str | Said]
-"""
-One value of a Said: a string (data), a number, another code with its values (worded in its place), or a list of these (joined as the template's placeholder says).
-"""
+
+class Hello(TypedDict):
+    """
+    Kernel to frontend, the comm_open data: the settings in force and the history to replay.
+    """
+
+    protocol: Literal[1]
+    """
+    The protocol's version: a change an older reader would misread bumps it.
+    """
+    type: Literal["hello"]
+    """
+    The message's kind.
+    """
+    package_version: str
+    """
+    jupyter-gpumem's version in the kernel.
+    """
+    interval_s: float
+    """
+    The sampling interval in seconds.
+    """
+    history_s: float
+    """
+    The history window in seconds.
+    """
+    history: list[Sample]
+    """
+    The samples in the window, oldest first, without processes and others in each GPU, and without notice.
+    """
+
+
+class SampleMessage(TypedDict):
+    """
+    Kernel to frontend, one comm_msg per interval from the sampler thread.
+    """
+
+    protocol: Literal[1]
+    """
+    The protocol's version: a change an older reader would misread bumps it.
+    """
+    type: Literal["sample"]
+    """
+    The message's kind.
+    """
+    sample: Sample
