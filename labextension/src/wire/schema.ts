@@ -250,22 +250,8 @@ export const COMM_SCHEMA = {
       required: ['code', 'values'],
       properties: {
         code: { anyOf: [{ $ref: '#/$defs/code' }, { type: 'string' }] },
-        values: {
-          type: 'object',
-          additionalProperties: { $ref: '#/$defs/said_value' }
-        }
+        values: { type: 'object' }
       }
-    },
-    said_value: {
-      anyOf: [
-        { type: 'string' },
-        { type: 'number' },
-        { $ref: '#/$defs/said' },
-        {
-          type: 'array',
-          items: { anyOf: [{ type: 'string' }, { $ref: '#/$defs/said' }] }
-        }
-      ]
     },
     code: {
       enum: [
@@ -519,10 +505,7 @@ export const API_SCHEMA = {
       required: ['code', 'values'],
       properties: {
         code: { anyOf: [{ $ref: '#/$defs/code' }, { type: 'string' }] },
-        values: {
-          type: 'object',
-          additionalProperties: { $ref: '#/$defs/said_value' }
-        }
+        values: { type: 'object' }
       }
     },
     code: {
@@ -599,17 +582,6 @@ export const API_SCHEMA = {
         'prometheus_figures_not_valid',
         'prometheus_too_many',
         'prometheus_unreadable'
-      ]
-    },
-    said_value: {
-      anyOf: [
-        { type: 'string' },
-        { type: 'number' },
-        { $ref: '#/$defs/said' },
-        {
-          type: 'array',
-          items: { anyOf: [{ type: 'string' }, { $ref: '#/$defs/said' }] }
-        }
       ]
     },
     user_share: {

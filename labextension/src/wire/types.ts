@@ -92,10 +92,6 @@ export type Code =
   | 'prometheus_too_many'
   | 'prometheus_unreadable';
 /**
- * One value of a Said: a string (data), a number, another code with its values (worded in its place), or a list of these (joined as the template's placeholder says).
- */
-export type SaidValue = string | number | Said | (string | Said)[];
-/**
  * recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
  */
 export type PolicyState = 'recorded' | 'in_force' | 'not_in_force' | null;
@@ -234,11 +230,9 @@ export interface Said {
    */
   code: Code | string;
   /**
-   * What the words need, by the template's placeholder names: numbers as numbers (*_bytes in bytes, *_s in seconds, a time of day in seconds since the epoch), formatted by the surface; strings as data, shown as they are.
+   * What the words need, by the template's placeholder names. Each is a string (data, shown as it is), a number (*_bytes in bytes, *_s in seconds, a time of day in seconds since the epoch: formatted by the surface), another code with its values (worded in its place), or a list of these (joined as the placeholder says).
    */
-  values: {
-    [k: string]: SaidValue | undefined;
-  };
+  values: {};
 }
 /**
  * One GPU as this kernel sees it.
