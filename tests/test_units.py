@@ -16,6 +16,8 @@ from jupyter_gpumem.units import (
     format_percent,
     format_tenth,
     format_total,
+    parse_bytes,
+    parse_duration,
 )
 
 
@@ -57,6 +59,7 @@ def test_the_colour_is_decided_on_the_bytes_not_on_the_rounded_words():
     assert budget_level(budget + 1, budget) == "error"  # also reads 100%: one byte over is over
     assert format_percent(budget + 1, budget) == "100%"
     assert budget_level(0, 0) == "error"  # a budget of nothing is over at once
+    assert [budget_level(0, 1), budget_level(1, 1), budget_level(2, 1)] == ["ok", "warn", "error"]  # nor is 1 byte
 
 
 def test_unknown_is_na_and_zero_and_one_byte_are_figures():
@@ -74,6 +77,16 @@ def test_durations_read_as_people_say_them() -> None:
     ]  # fmt: skip
     # half way goes up, and the unit follows the rounded figure: never "60 s" or "120 min"
     assert [format_duration(s) for s in (2.5, 59.5, 90, 119.5 * 60)] == ["3 s", "1 min", "2 min", "2 h"]
+
+
+def test_sizes_and_spans_are_read_with_or_without_a_space_and_nothing_is_refused():
+    assert [parse_bytes("1.5 GiB"), parse_bytes("512MiB"), parse_bytes("4 GB"), parse_bytes("6")] == [
+        3 * GiB // 2, 512 * MiB, 4 * 10**9, None,
+    ]  # fmt: skip
+    assert [parse_duration(0.5), parse_duration("0.5s"), parse_duration("15 min"), parse_duration("2h")] == [
+        0.5, 0.5, 900.0, 7200.0,
+    ]  # fmt: skip
+    assert [parse_duration(0), parse_duration("0s"), parse_duration(-5), parse_duration("1e999s")] == [None] * 4
 
 
 def test_the_hubs_page_says_an_idle_time_as_the_cullers_notice_says_it() -> None:
