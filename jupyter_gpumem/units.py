@@ -53,9 +53,9 @@ def format_mib(value: float | None) -> str:
 
 
 def format_gib_or_mib(value: float | None) -> str:
-    """ "4.1 GiB" from 1 GiB up, "504 MiB" below: a figure as the sidebar and the inline view show it (format.ts
-    formatBytes; tests/fixtures/golden/ pins that both agree); "N/A" when unknown. The unit is chosen on the
-    exact bytes: one byte under 1 GiB reads "1024 MiB"."""
+    """ "4.1 GiB" from 1 GiB up, "504 MiB" below: a figure as the sidebar and the inline view show it
+    (format/number.ts formatBytes); "N/A" when unknown. The unit is chosen on the exact bytes: one byte under
+    1 GiB reads "1024 MiB"; an average is first rounded to whole bytes."""
     if value is None:
         return "N/A"
     size = round_half_up(value)
