@@ -10,7 +10,8 @@
 //   are generated from the schemas transformed alike: property names in camelCase, every property with a
 //   `default` required, and that default admitted by its type (`processes`: null where the kernel leaves it
 //   out). Configure is the one shape the sidebar writes rather than reads: it keeps the wire's names. Fields a
-//   reader does not know are not in the types (no index signatures): the reader ignores them.
+//   reader does not know are not in the types (no index signatures): the reader ignores them; an object whose
+//   properties the schema leaves open (a Said's values) is any object.
 //
 // Run by `jlpm build:schema`; `--print schema.ts` (or types.ts) writes one to stdout instead, which
 // tests/ts/schema.test.ts compares with the committed file.
@@ -156,7 +157,13 @@ function asRead(node, written = false) {
   if (!isObject(node)) {
     return node;
   }
-  const out = {};
+  // An object the schema leaves open (no properties named) is any object: additionalProperties false below
+  // is for the shapes it names.
+  const open =
+    node.type === 'object' &&
+    !('properties' in node) &&
+    !('additionalProperties' in node);
+  const out = open ? { additionalProperties: true } : {};
   for (const [key, value] of Object.entries(node)) {
     if (key === '$defs') {
       out.$defs = Object.fromEntries(

@@ -3,7 +3,8 @@
  * draws it), so its content and scales are tested in node. Scales that tell the story: x spans the
  * data (at least MIN_SPAN_MS, at most the history window), y reaches the larger of this kernel's
  * peak and its budget, not the device's total, which is a line when it fits and a note at the top
- * when it does not. About one point per pixel column, each keeping its bucket's peak.
+ * when it does not. About one point per pixel column, each keeping its bucket's peak. It joins the
+ * model's decimation and format's words, which only the widgets' layer may do.
  */
 
 import type { Annotations, Data, Layout } from 'plotly.js';

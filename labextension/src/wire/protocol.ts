@@ -5,7 +5,7 @@
  * `sample` per interval. Sidebar to kernel: `configure`. The reference is the schema,
  * jupyter_gpumem/wire/schemas/comm.v1.json: a message is checked against it (schema.ts, validate.ts)
  * and anything it does not admit is dropped with one console warning. Its fields arrive in camelCase,
- * with the schema's defaults for those an older kernel leaves out; the fields of a newer kernel that this
+ * with the schema's defaults for those an older kernel leaves out (the types of types.ts, generated so); the fields of a newer kernel that this
  * release does not know are left alone. A kernel of another protocol (another major release) is refused
  * with one sentence naming both releases and what to upgrade (`VersionError`, docs/protocol.md,
  * "Versioning and releases mixing"). Pure: no JupyterLab imports, so the unit tests run it in Node

@@ -326,7 +326,16 @@ export const COMM_SCHEMA = {
         'prometheus_not_scraping',
         'prometheus_figures_not_valid',
         'prometheus_too_many',
-        'prometheus_unreadable'
+        'prometheus_unreadable',
+        'overhead',
+        'overhead_estimated',
+        'overhead_remembered',
+        'overhead_measured',
+        'overhead_generation_unknown',
+        'overhead_generation',
+        'a_gpu',
+        'overhead_earlier_kernel',
+        'overhead_this_kernel'
       ]
     },
     cell: {
@@ -581,7 +590,16 @@ export const API_SCHEMA = {
         'prometheus_not_scraping',
         'prometheus_figures_not_valid',
         'prometheus_too_many',
-        'prometheus_unreadable'
+        'prometheus_unreadable',
+        'overhead',
+        'overhead_estimated',
+        'overhead_remembered',
+        'overhead_measured',
+        'overhead_generation_unknown',
+        'overhead_generation',
+        'a_gpu',
+        'overhead_earlier_kernel',
+        'overhead_this_kernel'
       ]
     },
     user_share: {

@@ -90,7 +90,16 @@ export type Code =
   | 'prometheus_not_scraping'
   | 'prometheus_figures_not_valid'
   | 'prometheus_too_many'
-  | 'prometheus_unreadable';
+  | 'prometheus_unreadable'
+  | 'overhead'
+  | 'overhead_estimated'
+  | 'overhead_remembered'
+  | 'overhead_measured'
+  | 'overhead_generation_unknown'
+  | 'overhead_generation'
+  | 'a_gpu'
+  | 'overhead_earlier_kernel'
+  | 'overhead_this_kernel';
 /**
  * recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
  */
@@ -232,7 +241,9 @@ export interface Said {
   /**
    * What the words need, by the template's placeholder names. Each is a string (data, shown as it is), a number (*_bytes in bytes, *_s in seconds, a time of day in seconds since the epoch: formatted by the surface), another code with its values (worded in its place), or a list of these (joined as the placeholder says).
    */
-  values: {};
+  values: {
+    [k: string]: unknown | undefined;
+  };
 }
 /**
  * One GPU as this kernel sees it.
