@@ -25,6 +25,7 @@ from typing import Any, Literal
 from jupyter_gpumem.gpu.files import replace_json
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.units import MiB
+from jupyter_gpumem.words import Said
 
 try:
     import fcntl
@@ -56,19 +57,28 @@ class Overhead:
     source: Source  # estimated; remembered (measured by an earlier kernel); measured (by this one)
     basis: str  # for people: what the figure rests on
 
-    def describe(self) -> str:
-        return f"{self.source}: {self.basis}"
+    def describe(self) -> Said:
+        """ "estimated: TensorFlow on Ampere/Ada (compute 8.6)" """
+        return Said("overhead", source=SOURCES[self.source], basis=self.basis)
+
+
+SOURCES = {
+    "estimated": Said("overhead_estimated"),
+    "remembered": Said("overhead_remembered"),
+    "measured": Said("overhead_measured"),
+}
 
 
 def estimate(device: Device, framework: str, library_bytes: int) -> Overhead:
     """Before the framework starts: the CUDA context for this GPU's generation plus the framework's
     libraries (its handles and workspaces)."""
     if device.compute_capability is None:
-        return Overhead(UNKNOWN_CONTEXT_MIB * MiB + library_bytes, "estimated", f"{framework}, GPU generation unknown")
+        basis = Said("overhead_generation_unknown", framework=framework)
+        return Overhead(UNKNOWN_CONTEXT_MIB * MiB + library_bytes, "estimated", basis)
     major, minor = device.compute_capability
     nearest = max((m for m in CONTEXT_MIB if m <= major), default=min(CONTEXT_MIB))  # a newer GPU: the latest
-    generation = GENERATIONS[nearest] if nearest == major else "a GPU"
-    basis = f"{framework} on {generation} (compute {major}.{minor})"
+    generation = GENERATIONS[nearest] if nearest == major else Said("a_gpu")
+    basis = Said("overhead_generation", framework=framework, generation=generation, compute=f"{major}.{minor}")
     return Overhead(CONTEXT_MIB[nearest] * MiB + library_bytes, "estimated", basis)
 
 
@@ -110,7 +120,7 @@ class Calibration:
             remembered = self._remembered().get(key)
         if remembered is None:
             return None
-        return Overhead(remembered, "remembered", f"measured by an earlier kernel ({key})")
+        return Overhead(remembered, "remembered", Said("overhead_earlier_kernel", key=key))
 
     def measured(self, uuid: str | None) -> Overhead | None:
         """This kernel's own measurement on that GPU, if its framework has started there."""
@@ -141,7 +151,8 @@ class Calibration:
                 if known is not None and amount <= known.bytes:
                     continue
                 key = cache_key(device, snapshot.driver_version, framework, version)
-                self._measured[device.uuid] = Overhead(amount, "measured", f"NVML's figure minus {framework}'s pool")
+                basis = Said("overhead_this_kernel", framework=framework)
+                self._measured[device.uuid] = Overhead(amount, "measured", basis)
                 grown.append(self._measured[device.uuid])
                 if amount > self._remembered().get(key, 0):
                     self._save(key, amount)

@@ -212,6 +212,15 @@ Code: TypeAlias = Literal[
     "prometheus_figures_not_valid",
     "prometheus_too_many",
     "prometheus_unreadable",
+    "overhead",
+    "overhead_estimated",
+    "overhead_remembered",
+    "overhead_measured",
+    "overhead_generation_unknown",
+    "overhead_generation",
+    "a_gpu",
+    "overhead_earlier_kernel",
+    "overhead_this_kernel",
 ]
 """
 Every code this release words (jupyter_gpumem/words/en.json has a template for each). A newer release may add codes: a reader falls back to the sentence field beside a code it does not know.
