@@ -53,9 +53,9 @@ def run_case(framework: str, fraction: float) -> dict[str, Any]:
     """In a fresh process: apply the policy, start the framework, fill GPU 0."""
     from jupyter_gpumem.budget.policy import PolicyError, parse
     from jupyter_gpumem.gpu.snapshot import take_snapshot
-    from jupyter_gpumem.kernel.control import controller
+    from jupyter_gpumem.kernel.runtime import runtime
 
-    control = controller()
+    control = runtime().control
     name = {"torch": "pytorch"}.get(framework, framework)
     try:
         control.request(parse([f"fraction={fraction}", "gpus=0", f"framework={name}"]))

@@ -55,11 +55,11 @@ TARGET_BROWSER_P95_MS = 16.0
 SETUP = """%load_ext jupyter_gpumem
 import json, time, jupyter_gpumem
 from typing import Any
-from jupyter_gpumem.kernel.stream import stream
+from jupyter_gpumem.kernel.runtime import runtime
 from jupyter_gpumem.kernel.protocol import figures_only
 {constants}
 {sample}
-st = stream()
+st = runtime().stream
 st.sampler.configure(1.0, {history})
 view = jupyter_gpumem.show()
 st.sampler.stop()  # the benchmark feeds the view itself, one sample a second

@@ -71,18 +71,19 @@ def main() -> None:
     try:
         run(
             client,
-            "import jupyter_gpumem, jupyter_gpumem.kernel.stream as _s; jupyter_gpumem._connect_sidebar(1.0, 900)",
+            "import jupyter_gpumem, jupyter_gpumem.kernel.runtime as _r; jupyter_gpumem._connect_sidebar(1.0, 900)\n"
+            "_s = _r.runtime().stream",
         )
         # Calibrate the loop to about --cell-s without the sampler.
-        run(client, "_s.stream().sampler.stop()")
+        run(client, "_s.sampler.stop()")
         probe = 2_000_000
         seconds = float(run(client, CELL.format(iterations=probe)))
         iterations = int(probe * args.cell_s / seconds)
         modes = {
-            "off": "_s.stream().sampler.stop()",
-            "off again": "_s.stream().sampler.stop()",  # an A/A control: the noise of this machine
-            "1 s": "_s.stream().sampler.configure(1.0, 900); _s.stream().sampler.start()",
-            "0.2 s": "_s.stream().sampler.configure(0.2, 900); _s.stream().sampler.start()",
+            "off": "_s.sampler.stop()",
+            "off again": "_s.sampler.stop()",  # an A/A control: the noise of this machine
+            "1 s": "_s.sampler.configure(1.0, 900); _s.sampler.start()",
+            "0.2 s": "_s.sampler.configure(0.2, 900); _s.sampler.start()",
         }
         times: dict[str, list[float]] = {mode: [] for mode in modes}
         for _ in range(args.rounds):
@@ -91,13 +92,13 @@ def main() -> None:
             for mode in order:
                 run(client, modes[mode])
                 times[mode].append(float(run(client, CELL.format(iterations=iterations))))
-        samples = int(run(client, "print(len(_s.stream().sampler.history()))"))
+        samples = int(run(client, "print(len(_s.sampler.history()))"))
         # The sampler's own cost per sample, measured in the kernel: one take() and one send.
         per_sample_ms = float(
             run(
                 client,
                 "import time as _t, jupyter_gpumem.kernel.protocol as _p\n"
-                "_st = _s.stream(); _c0 = _t.thread_time()\n"
+                "_st = _s; _c0 = _t.thread_time()\n"
                 "for _ in range(200): _st._deliver(_st.take())\n"
                 "print((_t.thread_time() - _c0) / 200 * 1000)",
             )

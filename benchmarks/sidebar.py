@@ -315,7 +315,8 @@ def main() -> None:
         # Render time: the kernel's sampler stopped so only the timed updates reach the panel.
         page.evaluate(
             """() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.requestExecute(
-                 { code: "import jupyter_gpumem.kernel.stream as s; s.stream().sampler.stop()", silent: true }).done"""
+                 { code: "from jupyter_gpumem.kernel.runtime import runtime; runtime().stream.sampler.stop()",
+                   silent: true }).done"""
         )
         now = time.time()
         results = {}

@@ -325,8 +325,8 @@ PROBE = """
 def _gpumem_soak_probe(wait_s=3.0):
     import os, time
     from jupyter_gpumem.gpu.snapshot import reader
-    from jupyter_gpumem.kernel.stream import stream
-    s = stream()
+    from jupyter_gpumem.kernel.runtime import runtime
+    s = runtime().stream
     end = time.monotonic() + wait_s
     while True:
         with reader._changed:  # no reading completes meanwhile

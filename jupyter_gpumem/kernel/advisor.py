@@ -10,13 +10,16 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.gpu.model import Device
 from jupyter_gpumem.gpu.reader import stalled
+from jupyter_gpumem.kernel.cells import Recorder
+from jupyter_gpumem.kernel.control import Controller
+from jupyter_gpumem.kernel.free import held_tensors
 from jupyter_gpumem.kernel.oom import OutOfMemory, recognise
+from jupyter_gpumem.render.cells import culprit
 from jupyter_gpumem.units import MiB, format_mib, format_percent
 
 log = logging.getLogger("jupyter_gpumem")
@@ -28,10 +31,6 @@ class Advice:
     lines: tuple[str, ...]
     batch_size: int | None  # the largest friendly first dimension that fits the free memory
     first_dim: int | None  # the failing tensor's first dimension (the batch it was computed for)
-
-
-last: Advice | None = None  # the kernel's latest advice, for batched(batch_size=None)
-errors = 0  # GPU out-of-memory errors recognised in this kernel's cells (the server's metrics count them)
 
 
 def friendly(n: int) -> int:
@@ -216,51 +215,50 @@ def _causes(
     return [f"  Also likely: {cause}." for cause in causes]
 
 
-def advise(report: OutOfMemory, error: BaseException | None = None) -> Advice:
-    """The diagnosis of ``report`` with this kernel's figures now; with the ``error`` itself, also the cell that
-    raised this kernel's memory and what its traceback keeps alive."""
-    from jupyter_gpumem.kernel.control import controller
+class Advisor:
+    """This kernel's advisor: diagnoses with the kernel's Controller, names the cell from its Recorder."""
 
-    control = controller()
-    reading = control.read(control.snapshot())
-    uuids = control.framework_uuids(reading)
-    advice = diagnose(report, reading, uuids, reading.state.policy.growth)
-    if error is None:
-        return advice
-    return replace(advice, lines=(*advice.lines, *_cells_and_traceback(report, reading, uuids, error, control)))
+    def __init__(self, control: Controller, cells: Recorder):
+        self._control = control
+        self._cells = cells
+        self.last: Advice | None = None  # the latest advice, for batched(batch_size=None)
+        self.errors = 0  # GPU out-of-memory errors recognised in this kernel's cells (the server's metrics count them)
 
+    def advise(self, report: OutOfMemory, error: BaseException | None = None) -> Advice:
+        """The diagnosis of ``report`` with this kernel's figures now; with the ``error`` itself, also the cell
+        that raised this kernel's memory and what its traceback keeps alive."""
+        reading = self._control.read(self._control.snapshot())
+        uuids = self._control.framework_uuids(reading)
+        advice = diagnose(report, reading, uuids, reading.state.policy.growth)
+        if error is None:
+            return advice
+        return replace(advice, lines=(*advice.lines, *self._cells_and_traceback(report, reading, uuids, error)))
 
-def _cells_and_traceback(
-    report: OutOfMemory, reading: Reading, uuids: list[str], error: BaseException, control: Any
-) -> list[str]:
-    from jupyter_gpumem.kernel.free import held_tensors
-    from jupyter_gpumem.kernel.stream import stream
-    from jupyter_gpumem.render.cells import culprit
+    def _cells_and_traceback(
+        self, report: OutOfMemory, reading: Reading, uuids: list[str], error: BaseException
+    ) -> list[str]:
+        device = _device(reading, report, uuids) if report.measurable else None
+        named = culprit(self._cells.finished(), device.uuid) if device is not None and device.uuid else None
+        held = held_tensors(error.__traceback__, self._control.adapters.values())
+        kept = [f"{count} {name} tensor{'s' if count > 1 else ''}" for name, count in held.items()]
+        return [
+            *([named] if named else []),
+            *(
+                [f"  Its traceback keeps {' and '.join(kept)} of the failed call alive: %gpumem free releases "
+                 f"{'it' if sum(held.values()) == 1 else 'them'} (and nothing you still reference)."]
+                if kept else []
+            ),
+        ]  # fmt: skip
 
-    device = _device(reading, report, uuids) if report.measurable else None
-    named = culprit(stream().cells.finished(), device.uuid) if device is not None and device.uuid else None
-    held = held_tensors(error.__traceback__, control.adapters.values())
-    kept = [f"{count} {name} tensor{'s' if count > 1 else ''}" for name, count in held.items()]
-    return [
-        *([named] if named else []),
-        *(
-            [f"  Its traceback keeps {' and '.join(kept)} of the failed call alive: %gpumem free releases "
-             f"{'it' if sum(held.values()) == 1 else 'them'} (and nothing you still reference)."]
-            if kept else []
-        ),
-    ]  # fmt: skip
-
-
-def on_post_run_cell(result: Any) -> None:
-    """IPython's post_run_cell handler: the diagnosis beneath a GPU out-of-memory traceback."""
-    global last, errors
-    try:
-        error = getattr(result, "error_in_exec", None)
-        report = recognise(error) if error is not None else None
-        if report is None:
-            return
-        errors += 1
-        last = advise(report, error)
-        print("\n".join(last.lines))
-    except Exception:  # the user's own error is what matters; ours goes to the log
-        log.exception("jupyter-gpumem: the out-of-memory advisor failed")
+    def after_cell(self, result: object = None) -> None:
+        """IPython's post_run_cell handler: the diagnosis beneath a GPU out-of-memory traceback."""
+        try:
+            error = getattr(result, "error_in_exec", None)
+            report = recognise(error) if error is not None else None
+            if report is None:
+                return
+            self.errors += 1
+            self.last = self.advise(report, error)
+            print("\n".join(self.last.lines))
+        except Exception:  # the user's own error is what matters; ours goes to the log
+            log.exception("jupyter-gpumem: the out-of-memory advisor failed")

@@ -18,9 +18,12 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.display import DisplayHandle, display
+
 from jupyter_gpumem.frameworks import ADAPTERS
-from jupyter_gpumem.kernel import advisor
 from jupyter_gpumem.kernel.oom import recognise
+from jupyter_gpumem.kernel.runtime import current, runtime
 
 Reduce = Callable[[list[Any], list[int]], Any]
 _REDUCE_NAMES = ("mean", "sum", "concat")
@@ -100,7 +103,8 @@ def _check(fn: Any, arrays: tuple[Any, ...], batch_size: Any, reduce: Any) -> in
 
 def _advised(length: int) -> int:
     """The advisor's batch when its last out-of-memory error was for inputs of this length, else all."""
-    advice = advisor.last
+    loaded = current()
+    advice = loaded.advisor.last if loaded is not None else None
     if advice is not None and advice.first_dim == length and advice.batch_size:
         return advice.batch_size
     return length
@@ -112,7 +116,7 @@ def _after_oom(error: Exception, size: int) -> int | None:
     report = recognise(error)
     if report is None or size <= 1:
         return None
-    advice = advisor.advise(report)
+    advice = runtime().advisor.advise(report)
     fitted = advice.batch_size if advice.first_dim == size and advice.batch_size else size
     return max(1, min(fitted, size // 2))
 
@@ -178,7 +182,7 @@ class _Progress:
 
     def __init__(self, length: int):
         self.length = length
-        self.handle: Any = None
+        self.handle: DisplayHandle | None = None
 
     def show(self, done: int, batches: int, size: int) -> None:
         filled = math.floor(self.WIDTH * done / self.length)
@@ -186,13 +190,10 @@ class _Progress:
             f"batched: [{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{self.length} samples, "
             f"{batches} batch{'es' if batches != 1 else ''} of up to {size}"
         )
-        from IPython.core.interactiveshell import InteractiveShell
-        from IPython.display import display
-
         if not InteractiveShell.initialized():
             return  # plain Python: no notebook to show it in
         plain = {"text/plain": text}
         if self.handle is None:
             self.handle = display(plain, raw=True, display_id=True)  # type: ignore[no-untyped-call]
         else:
-            self.handle.update(plain, raw=True)
+            self.handle.update(plain, raw=True)  # type: ignore[no-untyped-call]

@@ -14,7 +14,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
 
 from jupyter_gpumem.budget.frameworks import Allocator, label
 from jupyter_gpumem.frameworks import Adapter
@@ -22,7 +21,7 @@ from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.kernel.control import Controller
 from jupyter_gpumem.render import html
 from jupyter_gpumem.render.cells import Cell, first_line, span, tables
-from jupyter_gpumem.wire.comm import Cell as CellSpan
+from jupyter_gpumem.wire import comm
 
 KEEP = 1000  # cells remembered
 log = logging.getLogger("jupyter_gpumem")
@@ -39,19 +38,19 @@ class Recorder:
 
     # ------------------------------------------------------------------ main thread: IPython's events
 
-    def before(self, info: Any = None) -> None:
+    def before(self, info: object = None) -> None:
         try:
             self._before(info)
         except Exception:  # the user's cell matters, not its record: ours goes to the log
             log.exception("jupyter-gpumem: recording a cell's start failed")
 
-    def after(self, result: Any = None) -> None:
+    def after(self, result: object = None) -> None:
         try:
             self._after(result)
         except Exception:
             log.exception("jupyter-gpumem: recording a cell's end failed")
 
-    def _before(self, info: Any) -> None:
+    def _before(self, info: object) -> None:
         started = self._started()
         self._reset = {a.name: a.reset_peak() for a in started}
         # Its execution count is known when it ends (IPython versions differ on when they count it): until then
@@ -63,7 +62,7 @@ class Recorder:
             self._cells.append(cell)
         self._running = cell
 
-    def _after(self, result: Any) -> None:
+    def _after(self, result: object) -> None:
         cell, self._running = self._running, None
         if cell is None:
             return
@@ -92,7 +91,7 @@ class Recorder:
                     cell.peak[uuid] = max(known)
                 cell.held_after[uuid] = own
 
-    def spans(self, since_t: float, until_t: float) -> list[CellSpan]:
+    def spans(self, since_t: float, until_t: float) -> list[comm.Cell]:
         """The cells a sample taken at ``until_t`` carries: those that ended since the previous one, and the one
         running."""
         with self._lock:

@@ -18,11 +18,12 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+
+from IPython.display import display
 
 from jupyter_gpumem.budget import limits
 from jupyter_gpumem.budget.attribution import Matcher, listed, pid_stance
-from jupyter_gpumem.budget.config import GpumemConfig, load_config
+from jupyter_gpumem.budget.config import GpumemConfig
 from jupyter_gpumem.budget.environ import EnvironmentChanges
 from jupyter_gpumem.budget.frameworks import Allocator, Framework, label
 from jupyter_gpumem.budget.overhead import Calibration, Overhead, estimate
@@ -32,7 +33,7 @@ from jupyter_gpumem.budget.privacy import Rule, this_user
 from jupyter_gpumem.budget.reading import Reading, reading
 from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.frameworks import ADAPTERS, Adapter
-from jupyter_gpumem.frameworks.choice import referenced_in, targets
+from jupyter_gpumem.frameworks.choice import targets
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.gpu.snapshot import take_snapshot
 from jupyter_gpumem.kernel.importhook import ImportWatch, importing
@@ -314,8 +315,6 @@ class Controller:
 def say(lines: list[str]) -> None:
     """The kernel's messages as HTML in a notebook frontend (like %gpumem status), the same lines as text in a
     terminal or a log."""
-    from IPython.display import display
-
     display(html.lines(lines))  # type: ignore[no-untyped-call]
 
 
@@ -329,22 +328,3 @@ def _framework_uuids(plan: Plan | None, snapshot: Snapshot) -> list[str]:
     if plan is not None and plan.cuda_visible_devices is not None:
         return [g.uuid for g in plan.gpus]  # CUDA_VISIBLE_DEVICES (or set_visible_devices): just these, in order
     return [d.uuid or "" for d in snapshot.devices]
-
-
-def _notebook_namespace() -> dict[str, Any] | None:
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    return None if shell is None else shell.user_ns
-
-
-_controller: Controller | None = None
-
-
-def controller(shell: Any = None) -> Controller:
-    """This kernel's one Controller, made on first use (configuration read from the shell's config)."""
-    global _controller
-    if _controller is None:
-        config, problems = load_config(shell)
-        _controller = Controller(config, problems=problems, referenced=referenced_in(_notebook_namespace))
-    return _controller

@@ -13,7 +13,8 @@ import gc
 import sys
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Any
+
+from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_gpumem.frameworks import Adapter
 from jupyter_gpumem.kernel.control import Controller
@@ -22,7 +23,7 @@ from jupyter_gpumem.render.free import Freed
 LAST_ERROR = ("last_type", "last_value", "last_traceback", "last_exc")
 
 
-def free(shell: Any, control: Controller) -> Freed:
+def free(shell: InteractiveShell | None, control: Controller) -> Freed:
     before = control.read(control.snapshot())
     error, tensors = _drop_last_error(shell, control.adapters.values())
     collected = gc.collect()
@@ -36,7 +37,7 @@ def free(shell: Any, control: Controller) -> Freed:
     return Freed(error, tensors, collected, tuple(released), before, control.read(after))
 
 
-def _drop_last_error(shell: Any, adapters: Iterable[Adapter]) -> tuple[str | None, dict[str, int]]:
+def _drop_last_error(shell: InteractiveShell | None, adapters: Iterable[Adapter]) -> tuple[str | None, dict[str, int]]:
     """Forget the last error everywhere Python and IPython keep it; its class and the tensors it held."""
     value = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
     result = getattr(shell, "last_execution_result", None)
@@ -46,11 +47,11 @@ def _drop_last_error(shell: Any, adapters: Iterable[Adapter]) -> tuple[str | Non
     for name in LAST_ERROR:
         if hasattr(sys, name):
             delattr(sys, name)
-    if result is not None and getattr(result, "error_in_exec", None) is not None:
-        shell.last_execution_result = None  # replaced by this cell's own result when it ends
-    printer: Any = getattr(shell, "InteractiveTB", None)
-    if getattr(printer, "tb", None) is not None:
-        printer.tb = None  # kept by %debug's last use
+    if shell is not None:
+        if result is not None and getattr(result, "error_in_exec", None) is not None:
+            shell.last_execution_result = None  # replaced by this cell's own result when it ends
+        if getattr(shell.InteractiveTB, "tb", None) is not None:
+            shell.InteractiveTB.tb = None  # kept by %debug's last use
     return (type(value).__name__ if value is not None else None), tensors
 
 

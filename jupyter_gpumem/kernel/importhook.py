@@ -10,9 +10,8 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
-from typing import Any
 
 
 class ImportWatch(importlib.abc.MetaPathFinder):
@@ -33,7 +32,9 @@ class ImportWatch(importlib.abc.MetaPathFinder):
         if self in sys.meta_path:
             sys.meta_path.remove(self)
 
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in self.modules:
             return None
         for finder in sys.meta_path:
@@ -56,7 +57,7 @@ class ImportWatch(importlib.abc.MetaPathFinder):
 
 
 class _ThenLoader(importlib.abc.Loader):
-    def __init__(self, loader: Any, then: Callable[[], None]):
+    def __init__(self, loader: importlib.abc.Loader, then: Callable[[], None]):
         self._loader = loader
         self._then = then
 

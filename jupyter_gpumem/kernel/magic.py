@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import shlex
 import sys
-from typing import Any
 
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
 from jupyter_gpumem.budget.policy import PolicyError, parse
-from jupyter_gpumem.kernel.control import Controller, controller, say
+from jupyter_gpumem.kernel.cells import Recorder, report
+from jupyter_gpumem.kernel.control import Controller, say
+from jupyter_gpumem.kernel.free import free
+from jupyter_gpumem.kernel.stream import Stream
 from jupyter_gpumem.render import html
 from jupyter_gpumem.render.explain import explain
+from jupyter_gpumem.render.free import lines as freed_lines
 from jupyter_gpumem.render.text import render
 
 HELP = """\
@@ -89,14 +93,12 @@ STATUS_CPU_WINDOW_S = 0.2
 
 @magics_class
 class GpumemMagics(Magics):
-    def __init__(self, shell: Any = None, control: Controller | None = None):
-        """``control``: the Controller to drive; by default the kernel's one (control.controller)."""
+    def __init__(self, shell: InteractiveShell | None, control: Controller, cells: Recorder, stream: Stream):
+        """The kernel's parts the subcommands drive (runtime.Runtime owns them)."""
         super().__init__(shell)
         self._control = control
-
-    @property
-    def control(self) -> Controller:
-        return self._control or controller(self.shell)
+        self._cells = cells
+        self._stream = stream
 
     @line_magic
     def gpumem(self, line: str) -> None:
@@ -108,7 +110,7 @@ class GpumemMagics(Magics):
             _refuse(f"%gpumem could not read its arguments ({error}). Run %gpumem --help for the accepted forms.")
             return
         command = words[0] if words else "status"
-        control = self.control
+        control = self._control
         if command in ("--help", "-h", "help") and len(words) <= 1:
             print(HELP)
         elif command == "status" and len(words) <= 1:
@@ -121,22 +123,13 @@ class GpumemMagics(Magics):
         elif command == "explain" and len(words) <= 1:
             display(html.explain(explain(control.read(control.snapshot()))))  # type: ignore[no-untyped-call]
         elif command == "show" and len(words) <= 1:
-            from jupyter_gpumem.kernel.widget import show
-
-            show(shell=self.shell, display_now=True)
+            display(self._stream.add_view())  # type: ignore[no-untyped-call]
         elif command == "reset" and len(words) <= 1:
             say(control.reset())
         elif command == "cells" and (len(words) == 1 or (len(words) == 2 and words[1].isdigit())):
-            from jupyter_gpumem.kernel.cells import report
-            from jupyter_gpumem.kernel.stream import stream
-
-            kept = stream(self.shell)
             shown = int(words[1]) if len(words) == 2 else CELLS_SHOWN
-            display(report(kept.cells, control, kept.sampler.interval_s, shown))  # type: ignore[no-untyped-call]
+            display(report(self._cells, control, self._stream.sampler.interval_s, shown))  # type: ignore[no-untyped-call]
         elif command == "free" and len(words) <= 1:
-            from jupyter_gpumem.kernel.free import free
-            from jupyter_gpumem.render.free import lines as freed_lines
-
             say(freed_lines(free(self.shell, control)))
         elif all("=" in word for word in words):
             try:

@@ -28,7 +28,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from jupyter_gpumem._version import __version__
 from jupyter_gpumem.budget.plan import Ceiling
@@ -57,10 +57,10 @@ class Activity:
     def __init__(self) -> None:
         self.idle_since: float | None = time.time()
 
-    def started(self, info: Any = None) -> None:
+    def started(self, info: object = None) -> None:
         self.idle_since = None
 
-    def finished(self, result: Any = None) -> None:
+    def finished(self, result: object = None) -> None:
         self.idle_since = time.time()
 
 

@@ -12,29 +12,29 @@ thread send.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple
 
 import comm
+from comm.base_comm import BaseComm, MessageType
 
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Snapshot
 from jupyter_gpumem.gpu.snapshot import reader
-from jupyter_gpumem.kernel import advisor, protocol
+from jupyter_gpumem.kernel import protocol
+from jupyter_gpumem.kernel.advisor import Advisor
 from jupyter_gpumem.kernel.alerts import Alerts
 from jupyter_gpumem.kernel.cells import Recorder
-from jupyter_gpumem.kernel.control import Controller, controller
+from jupyter_gpumem.kernel.control import Controller
 from jupyter_gpumem.kernel.publish import Publisher
 from jupyter_gpumem.kernel.sampler import Sampler
+from jupyter_gpumem.kernel.widget import GpuMemView
 from jupyter_gpumem.wire.comm import TARGET, Sample
 
 log = logging.getLogger("jupyter_gpumem")
-V = TypeVar("V")
 
 
 class Tick(NamedTuple):
@@ -49,17 +49,20 @@ class Tick(NamedTuple):
 
 
 class Stream:
-    def __init__(self, control: Controller):
+    def __init__(self, control: Controller, cells: Recorder, advisor: Advisor):
+        """``cells``: fed every sample (IPython's cell events feed it too); ``advisor``: its count of
+        out-of-memory errors goes in the server's report."""
         self.control = control
-        self.comm: Any = None
+        self.cells = cells
+        self._advisor = advisor
+        self.comm: BaseComm | None = None
         self.publisher: Publisher | None = None
         self.alerts = Alerts()
-        self.cells = Recorder(control)  # fed by IPython's cell events (load_ipython_extension) and every sample
         self._sampled_t = 0.0  # when the last sample the sampler delivered was taken
         self._got = 0  # the number of the NVML reader's reading the sampler took last (reader.Reader.next)
         self.sampler: Sampler[Tick] = Sampler(self.take, self._deliver, keep=lambda tick: tick.figures)
         # The inline views (widget.py): added and removed on the main thread, fed by the sampler thread.
-        self._views: tuple[Any, ...] = ()
+        self._views: tuple[GpuMemView, ...] = ()
         self._views_lock = threading.Lock()
 
     def take(self) -> Tick:
@@ -108,21 +111,27 @@ class Stream:
         self.sampler.start()
         return self.publisher
 
-    def add_view(self, make: Callable[[Stream, Sample | None], V]) -> V:
+    def add_view(self) -> GpuMemView:
         """A new inline view (the main thread): made with a sample taken now (the cell may just have changed
-        the policy), then fed every sample until remove_view; it asks the sampler for the history it replays."""
-        view = make(self, self._tick(self.control.snapshot()).sample)
+        the policy), then fed every sample until it closes; it asks the sampler for the history it replays."""
+        if threading.current_thread() is not threading.main_thread():
+            # Comms (widgets) are opened on the main thread only (docs/architecture.md, threading rule 5).
+            raise RuntimeError(
+                "jupyter_gpumem.show() makes widgets, which are made on the main thread only: call it in a cell, "
+                "not from another thread."
+            )
+        view = GpuMemView(self.sampler, self._tick(self.control.snapshot()).sample, self.remove_view)
         with self._views_lock:
             self._views = (*self._views, view)
         self.sampler.start()
         return view
 
-    def remove_view(self, view: Any) -> None:
+    def remove_view(self, view: GpuMemView) -> None:
         with self._views_lock:
             self._views = tuple(v for v in self._views if v is not view)
 
     @property
-    def views(self) -> tuple[Any, ...]:
+    def views(self) -> tuple[GpuMemView, ...]:
         return self._views
 
     def _deliver(self, tick: Tick) -> None:
@@ -132,7 +141,7 @@ class Stream:
             self.cells.observe(sample["t"], {g["uuid"]: g["own_bytes"] for g in sample["gpus"] if g["uuid"]})
         channel = self.comm
         if channel is not None:
-            channel.send(protocol.sample_message(tick.sample))
+            channel.send(dict(protocol.sample_message(tick.sample)))
         for view in self._views:  # a tuple replaced whole: a view added or removed meanwhile is safe
             try:
                 view.update(tick.sample)
@@ -140,13 +149,13 @@ class Stream:
                 log.exception("jupyter-gpumem: updating an inline view failed; that view stops updating")
                 self.remove_view(view)
         if self.publisher is not None:
-            self.publisher.publish(tick.sample, self.control.ceiling, advisor.errors)
+            self.publisher.publish(tick.sample, self.control.ceiling, self._advisor.errors)
         warnings = self.alerts.check(tick.reading)
         if warnings:
             # From this thread ipykernel shows it in the cell that is running (or ran last).
             print("\n".join(warnings), file=sys.stderr, flush=True)
 
-    def _on_msg(self, message: dict[str, Any]) -> None:
+    def _on_msg(self, message: MessageType) -> None:
         try:
             settings = protocol.parse_request(message.get("content", {}).get("data"))
         except protocol.ProtocolError as error:
@@ -154,19 +163,7 @@ class Stream:
             return
         self.sampler.configure(settings.interval_s, settings.history_s)
 
-    def _closed(self, closed: Any) -> None:
+    def _closed(self, closed: BaseComm) -> None:
         # A frontend closed it. The sampler keeps sampling, so the next connect replays the history.
         if self.comm is closed:
             self.comm = None
-
-
-_stream: Stream | None = None
-
-
-def stream(shell: Any = None) -> Stream:
-    """This kernel's one Stream, made on first use."""
-    global _stream
-    if _stream is None:
-        _stream = Stream(controller(shell))
-        atexit.register(_stream.stop)
-    return _stream

@@ -25,17 +25,16 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 import anywidget
+from IPython.display import DisplayHandle, display
 
 from jupyter_gpumem.kernel import protocol
 from jupyter_gpumem.render import figure, html, viewtext
 from jupyter_gpumem.wire.comm import Sample, SampleGpu
-
-if TYPE_CHECKING:
-    from jupyter_gpumem.kernel.stream import Stream
 
 log = logging.getLogger("jupyter_gpumem")
 
@@ -51,18 +50,29 @@ def _static(name: str, missing: str) -> str:
     return path.read_text() if path.exists() else missing
 
 
+class Replay(Protocol):
+    """What a view asks of the kernel's sampler: the history it replays, and its settings."""
+
+    interval_s: float
+    history_s: float
+
+    def history(self) -> list[Sample]: ...
+
+
 class GpuMemView(anywidget.AnyWidget):
     """This kernel's GPU memory, live, in a cell's output. Made by ``jupyter_gpumem.show()``."""
 
     _esm = _static("inline.js", NOT_BUILT)
     _css = _static("base.css", "")
 
-    def __init__(self, stream: Stream, latest: Sample | None):
+    def __init__(self, replay: Replay, latest: Sample | None, closing: Callable[[GpuMemView], None]):
+        """``closing(view)``: the view stops being fed (Stream.remove_view)."""
         super().__init__()
         self._lock = threading.RLock()
-        self._stream = stream
+        self._replay = replay
+        self._closing = closing
         self._closed = False
-        self._handles: list[Any] = []
+        self._handles: list[DisplayHandle] = []
         self._latest: Sample | None = None
         self._shown: str | None = None
         with self._lock:
@@ -81,13 +91,13 @@ class GpuMemView(anywidget.AnyWidget):
 
     # -- the browser's requests (the main thread) -------------------------------------------------------
 
-    def _on_msg(self, widget: Any, content: Any, buffers: Any) -> None:
+    def _on_msg(self, widget: object, content: object, buffers: object) -> None:
         """``replay``: the module (just loaded, or loaded again) asks for the history; ``stop``: its Stop
         button. Anything else is ignored: this comm is ours, and the module sends nothing else."""
         kind = content.get("type") if isinstance(content, dict) else None
         if kind == "replay" and not self._closed:
-            sampler = self._stream.sampler
-            self.send(protocol.hello(sampler.interval_s, sampler.history_s, sampler.history()))
+            replay = self._replay
+            self.send(protocol.hello(replay.interval_s, replay.history_s, replay.history()))
         elif kind == "stop":
             self.close()
 
@@ -103,17 +113,15 @@ class GpuMemView(anywidget.AnyWidget):
 
     def _ipython_display_(self) -> None:
         """Shown with a display id of its own, so closing can leave the snapshot in its place."""
-        from IPython.display import display
-
         handle = display(self._bundle(live=True), raw=True, display_id=uuid.uuid4().hex)  # type: ignore[no-untyped-call]
         self._handles.append(handle)
 
-    def _bundle(self, live: bool, stopped: str | None = None) -> dict[str, Any]:
+    def _bundle(self, live: bool, stopped: str | None = None) -> dict[str, object]:
         """The output: live, the widget (with the still HTML for frontends without widgets); stopped, the
         recorded history as a plotly figure (interactive without the kernel), the still HTML beside it."""
         with self._lock:
             latest, gpu = self._latest, self._gpu()
-        bundle: dict[str, Any] = {"text/plain": snapshot_text(latest, gpu)}
+        bundle: dict[str, object] = {"text/plain": snapshot_text(latest, gpu)}
         if live:
             bundle["application/vnd.jupyter.widget-view+json"] = {
                 "version_major": 2,
@@ -122,13 +130,13 @@ class GpuMemView(anywidget.AnyWidget):
             }
             bundle["text/html"] = snapshot_html(latest, gpu)
             return bundle
-        sampler = self._stream.sampler
+        replay = self._replay
         try:
             words = ([viewtext.headline(gpu, latest)[0]] if gpu is not None and latest is not None else []) + (
                 [f"stopped at {stopped}"] if stopped else []
             )
             index = None if gpu is None else gpu["index"]
-            chart = figure.figure(sampler.history(), index, sampler.history_s, " · ".join(words))
+            chart = figure.figure(replay.history(), index, replay.history_s, " · ".join(words))
         except ImportError as error:
             bundle["text/html"] = snapshot_html(latest, gpu, stopped, note=str(error))
             return bundle
@@ -146,11 +154,11 @@ class GpuMemView(anywidget.AnyWidget):
             if self._closed:
                 return
             self._closed = True
-        self._stream.remove_view(self)
+        self._closing(self)
         if self._handles:
             bundle = self._bundle(live=False, stopped=viewtext.clock(time.time()))
             for handle in self._handles:
-                handle.update(bundle, raw=True)
+                handle.update(bundle, raw=True)  # type: ignore[no-untyped-call]
         super().close()
 
 
@@ -185,29 +193,3 @@ def snapshot_html(
     """The view as still HTML (no chart: that is the plotly figure beside it): what nbconvert, GitHub and a
     frontend without widgets or plotly show; ``stopped``: the time the view was closed."""
     return html.render("view.html.j2", sample=sample, gpu=gpu, chart_note=note, stopped=stopped)
-
-
-def show(shell: Any = None, display_now: bool = False) -> GpuMemView:
-    """The live view of this kernel's GPU memory (``jupyter_gpumem.show()``): returned, to be the cell's
-    last expression or given to ``display()``; ``%gpumem show`` displays it at once. Loads the extension
-    if needed and starts the kernel's one sampler (shared with the sidebar and every other view)."""
-    from IPython import get_ipython
-
-    from jupyter_gpumem import load_ipython_extension
-    from jupyter_gpumem.kernel.stream import stream
-
-    if threading.current_thread() is not threading.main_thread():
-        # Comms (widgets) are opened on the main thread only (docs/architecture.md, threading rule 5).
-        raise RuntimeError(
-            "jupyter_gpumem.show() makes widgets, which are made on the main thread only: call it in a cell, "
-            "not from another thread."
-        )
-    shell = shell or get_ipython()
-    if shell is not None:
-        load_ipython_extension(shell)
-    view = stream(shell).add_view(GpuMemView)
-    if display_now:
-        from IPython.display import display
-
-        display(view)  # type: ignore[no-untyped-call]
-    return view

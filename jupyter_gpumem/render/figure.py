@@ -139,7 +139,7 @@ def _cells(
         )  # fmt: skip
 
 
-def bundle(fig: go.Figure) -> dict[str, Any]:
+def bundle(fig: go.Figure) -> dict[str, object]:
     """The figure as plotly's mimetype (with the mode bar's settings), for an output's bundle."""
     return {"application/vnd.plotly.v1+json": {**fig.to_plotly_json(), "config": CONFIG}}
 
@@ -151,7 +151,12 @@ def _choose(gpus: list[Mapping[str, Any]], gpu: int | str | None) -> Mapping[str
     return next((g for g in gpus if gpu in (g["index"], g.get("uuid")) and not isinstance(gpu, bool)), None)
 
 
-def _empty(latest: Mapping[str, Any] | None, gpus: list[Mapping[str, Any]], gpu: int | str | None, chosen: Any) -> str:
+def _empty(
+    latest: Mapping[str, Any] | None,
+    gpus: list[Mapping[str, Any]],
+    gpu: int | str | None,
+    chosen: Mapping[str, Any] | None,
+) -> str:
     """Why there is nothing to draw, as a sentence."""
     if latest is None:
         return (
@@ -169,7 +174,7 @@ def _empty(latest: Mapping[str, Any] | None, gpus: list[Mapping[str, Any]], gpu:
     return "Collecting…"
 
 
-def _layout(gpu: Mapping[str, Any] | None, subtitle: str) -> dict[str, Any]:
+def _layout(gpu: Mapping[str, Any] | None, subtitle: str) -> dict[str, object]:
     title = "" if gpu is None else f"GPU {gpu['index']} · {_plain(printable(gpu.get('name') or 'unknown GPU'))}"
     title = f"{title} — this kernel's GPU memory" if title else ""
     if subtitle:

@@ -327,10 +327,10 @@ def test_within_budget_there_is_no_reason():
 # test_tensorflow_adapter.py). Everything else is real: NVML through the stand-in, the magic, the
 # file under XDG_CACHE_HOME (one per test, shared by its kernels) and the next kernel's plan.
 MEASURE = """
-from jupyter_gpumem.kernel.control import controller
+from jupyter_gpumem.kernel.runtime import runtime
 from jupyter_gpumem.gpu.snapshot import take_snapshot
 from jupyter_gpumem.units import MiB
-c = controller()
+c = runtime().control
 pool = c.state.plan.gpus[0].allocator_limit_bytes
 print([m.bytes // MiB for m in c.calibration.observe(take_snapshot(), {{"{uuid}": pool}}, "TensorFlow", {version!r})])
 """
@@ -343,7 +343,7 @@ def test_the_next_kernel_plans_with_the_overhead_the_first_one_measured(kernel_w
     planned = first.run("%gpumem fraction=0.5 gpus=0").stdout
     assert "allocator limit 5311 MiB + about 400 MiB CUDA context and libraries (estimated" in planned
     version = first.run(
-        "print(__import__('jupyter_gpumem.kernel.control').kernel.control.controller().state.adapters[0].version())"
+        "print(__import__('jupyter_gpumem.kernel.runtime').kernel.runtime.runtime().control.state.adapters[0].version())"
     )
     measured = first.run(MEASURE.format(uuid=GPU, version=version.stdout.strip()))
     assert measured.stdout == "[616]\n", measured.stderr  # 5927 MiB held - 5311 MiB pool

@@ -10,17 +10,20 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from controller_fixtures import Framework, Machine, make
 
 from jupyter_gpumem.budget.policy import Policy
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
-from jupyter_gpumem.kernel import advisor
-from jupyter_gpumem.kernel.advisor import diagnose, on_post_run_cell
+from jupyter_gpumem.kernel.advisor import Advisor, diagnose
+from jupyter_gpumem.kernel.cells import Recorder
 from jupyter_gpumem.kernel.oom import OutOfMemory, parse_jax, parse_pytorch, parse_tensorflow, recognise
 from jupyter_gpumem.units import MiB
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "oom"
+__all__ = ["make"]  # the fixture
+
 PARSERS = {"TensorFlow": parse_tensorflow, "PyTorch": parse_pytorch, "JAX": parse_jax}
 
 
@@ -130,11 +133,11 @@ def test_fragmentation_on_an_intel_gpu_is_freed_with_its_own_call():
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("negative-*.json")))
-def test_errors_that_only_mention_memory_get_no_advice(name, capsys, monkeypatch):
+def test_errors_that_only_mention_memory_get_no_advice(name, capsys, make):
     case = json.loads((FIXTURES / f"{name}.json").read_text())
     error = MemoryError(case["message"]) if case["raised"] == "MemoryError" else RuntimeError(case["message"])
-    monkeypatch.setattr(advisor, "errors", 0)
-    monkeypatch.setattr(advisor, "last", None)
-    on_post_run_cell(SimpleNamespace(error_in_exec=error))
+    control = make(Machine(), Framework("TensorFlow"))
+    advisor = Advisor(control, Recorder(control))
+    advisor.after_cell(SimpleNamespace(error_in_exec=error))
     assert capsys.readouterr() == ("", "")
     assert (advisor.errors, advisor.last, recognise(error)) == (0, None, None)

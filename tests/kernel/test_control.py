@@ -22,8 +22,7 @@ from jupyter_gpumem.budget.plan import make_plan
 from jupyter_gpumem.budget.policy import PolicyError, parse
 from jupyter_gpumem.budget.privacy import this_user
 from jupyter_gpumem.gpu.model import GpuProcess, Snapshot
-from jupyter_gpumem.kernel import control as control_module
-from jupyter_gpumem.kernel import protocol
+from jupyter_gpumem.kernel import protocol, runtime
 from jupyter_gpumem.kernel.importhook import ImportWatch
 from jupyter_gpumem.render import messages
 from jupyter_gpumem.render.explain import explain
@@ -404,11 +403,11 @@ def test_the_status_says_since_when_the_policy_is_in_force(make):
 
 
 def test_the_kernels_one_controller_is_made_once_from_the_shells_configuration(monkeypatch):
-    monkeypatch.setattr(control_module, "_controller", None)  # as in a kernel that has not loaded the extension
+    monkeypatch.setattr(runtime, "_runtime", None)  # as in a kernel that has not loaded the extension
     shell = Configurable(config=Config({"GpumemConfig": {"colour": "blue"}}))
-    made = control_module.controller(shell)
+    made = runtime.runtime(shell).control
     try:
-        assert control_module.controller() is made  # %gpumem, the sampler and the sidebar share it
+        assert runtime.runtime().control is made  # %gpumem, the sampler and the sidebar share it
         assert made.problems[0].startswith("c.GpumemConfig.colour in the IPython configuration was ignored")
         assert list(made.adapters) == ["tensorflow", "pytorch", "jax"]  # every supported framework
         assert made._referenced("tensorflow")  # no notebook here: every imported framework counts

@@ -33,7 +33,7 @@ UNTRANSLATED = "runs in a container whose PIDs the driver does not translate"
 # A framework whose start and pool the test sets, put in the kernel's controller in place of the real ones:
 # there is no GPU here, so "CUDA starts" and "the pool grows" are its figures plus a rewritten scenario.
 RECORDER = """
-from jupyter_gpumem.kernel.control import controller
+from jupyter_gpumem.kernel.runtime import runtime
 from jupyter_gpumem.frameworks.base import Adapter
 from jupyter_gpumem.budget.frameworks import Allocator
 
@@ -59,7 +59,7 @@ class Recorder(Adapter):
     def concatenate(self, values): return values
 
 recorder = Recorder()
-controller().adapters = {"recorder": recorder}
+runtime().control.adapters = {"recorder": recorder}
 """
 
 

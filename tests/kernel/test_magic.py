@@ -7,16 +7,24 @@ import pytest
 from controller_fixtures import GPU_A, Framework, Machine, a100, make
 
 from jupyter_gpumem.gpu.model import Snapshot
+from jupyter_gpumem.kernel.control import Controller
 from jupyter_gpumem.kernel.magic import GpumemMagics
+from jupyter_gpumem.kernel.runtime import Runtime
 
 __all__ = ["make"]  # the fixture
+
+
+def magics_on(control: Controller) -> GpumemMagics:
+    """The magic on a Runtime of this Controller, as a kernel's is (no sampler thread until one is asked for)."""
+    parts = Runtime(control)
+    return GpumemMagics(None, parts.control, parts.cells, parts.stream)
 
 
 @pytest.fixture
 def gpumem(make, capsys):
     """gpumem(line) -> (stdout, stderr), on one A100 with TensorFlow installed, not imported."""
     control = make(Machine(a100(0, GPU_A, own_mib=900)), Framework("TensorFlow"))
-    magics = GpumemMagics(None, control=control)
+    magics = magics_on(control)
 
     def run(line: str) -> tuple[str, str]:
         magics.gpumem(line)
@@ -68,7 +76,7 @@ def test_no_argument_is_status_and_says_the_policy(gpumem):
 def test_status_without_a_driver_is_the_one_sentence(make, capsys):
     control = make(Machine(), Framework("TensorFlow"))
     control.snapshot = lambda cpu_window_s=0.0: Snapshot(0.0, 1, problem="No NVIDIA driver found (test).")
-    GpumemMagics(None, control=control).gpumem("status")
+    magics_on(control).gpumem("status")
     assert capsys.readouterr().out == "No NVIDIA driver found (test).\n"
 
 
@@ -88,7 +96,7 @@ def test_a_framework_that_started_first_is_too_late_and_nothing_changes(make, ca
     tf = Framework("TensorFlow")
     tf.is_imported = tf.started = True
     control = make(Machine(a100(0, GPU_A)), tf)
-    GpumemMagics(None, control=control).gpumem("fraction=0.4")
+    magics_on(control).gpumem("fraction=0.4")
     out = capsys.readouterr().out
     assert out.startswith("Too late: TensorFlow has already started in this kernel")
     assert "  In force: TensorFlow: as started" in out and control.state.policy.is_empty

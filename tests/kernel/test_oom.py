@@ -296,7 +296,9 @@ def test_s5_the_advice_follows_the_traceback_with_the_users_numbers(kernel_with)
     assert "growth is off" in out
     assert "other processes hold" not in out  # nobody else is on this card
     assert (
-        kernel.run("print(__import__('jupyter_gpumem.kernel.advisor').kernel.advisor.last.batch_size)").stdout
+        kernel.run(
+            "print(__import__('jupyter_gpumem.kernel.runtime').kernel.runtime.runtime().advisor.last.batch_size)"
+        ).stdout
         == "1800\n"
     )
 

@@ -147,7 +147,7 @@ def test_configure_changes_the_interval_and_malformed_messages_are_dropped_with_
     assert log.count("sidebar: message must contain ['history_s', 'interval_s'] properties") == 1
     assert "sidebar: message.protocol is 99: the sidebar speaks protocol 99;" in log  # a newer release's sidebar
     assert "sidebar: message.interval_s must be bigger than or equal to 0.2" in log
-    reply = kernel.run("import jupyter_gpumem.kernel.stream as s; print(s.stream().sampler.interval_s)")
+    reply = kernel.run("import jupyter_gpumem.kernel.runtime as r; print(r.runtime().stream.sampler.interval_s)")
     assert reply.stdout == "2.0\n"
     assert next_sample(kernel, comm_id, timeout=5)["gpus"]
 

@@ -23,6 +23,7 @@ from jupyter_gpumem.units import GiB, MiB
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PLOTLY = "application/vnd.plotly.v1+json"
+VIEWS = "jupyter_gpumem.kernel.runtime.runtime().stream.views"  # in a kernel: its open inline views
 
 
 def fixture(name: str) -> dict[str, Any]:
@@ -230,7 +231,7 @@ def test_two_views_share_the_one_sampler_and_closing_one_stops_only_its_updates(
     view_a, view_b = widgets.views()
     assert view_a == first["data"][WIDGET_VIEW]["model_id"]
     drain(kernel, 2.5)  # samples for the chart a closed view leaves
-    closed = kernel.run("a.close(); print(len(jupyter_gpumem.kernel.stream.stream().views), a.closed, b.closed)")
+    closed = kernel.run(f"a.close(); print(len({VIEWS}), a.closed, b.closed)")
     assert closed.stdout.strip() == "1 True False"
     # Its output is replaced by its last picture: still HTML, no widget any more.
     [update] = [d for d in closed.displayed if d["transient"]["display_id"] == first["transient"]["display_id"]]
@@ -254,7 +255,7 @@ def test_two_views_share_the_one_sampler_and_closing_one_stops_only_its_updates(
     widgets.ask(view_b, {"type": "stop"})
     drain(kernel, 2)
     assert view_b in widgets.closed()
-    assert kernel.run("print(len(jupyter_gpumem.kernel.stream.stream().views), b.closed)").stdout.strip() == "0 True"
+    assert kernel.run(f"print(len({VIEWS}), b.closed)").stdout.strip() == "0 True"
     stopped = [
         m["content"]
         for m in kernel.passed
@@ -343,7 +344,7 @@ def test_a_view_made_off_the_main_thread_is_refused_and_no_widget_is_made(kernel
         "    except RuntimeError as error:\n"
         "        errors.append(str(error))\n"
         "t = threading.Thread(target=make); t.start(); t.join()\n"
-        "print(errors, len(jupyter_gpumem.kernel.stream.stream().views))"
+        f"print(errors, len({VIEWS}))"
     )
     assert reply.stdout.strip().endswith("0") and "main thread" in reply.stdout
     assert threading.current_thread() is threading.main_thread()
