@@ -11,6 +11,7 @@ from jupyter_gpumem.budget.policy import Policy, PolicyError
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.units import MiB, format_mib
+from jupyter_gpumem.words import Said
 
 
 @dataclass(frozen=True)
@@ -147,8 +148,9 @@ def make_plan(
     (a sentence) when the policy cannot hold on this machine's GPUs."""
     if snapshot.problem:
         return Plan(policy, no_gpu=snapshot.problem)
-    if snapshot.stalled_since is not None and not snapshot.devices:
-        return Plan(policy, no_gpu=f"{stalled(snapshot)} Run %gpumem again once it answers.", unchecked=True)
+    silent = stalled(snapshot)
+    if silent is not None and not snapshot.devices:
+        return Plan(policy, no_gpu=Said("stalled_plan_later", stalled=silent), unchecked=True)
     selected, hidden = _select(policy, snapshot.devices)
     lost = tuple(d for d in selected if d.lost)  # only where gpus= did not name it (_select refuses that)
     gpus = []
@@ -196,5 +198,5 @@ def make_plan(
                 ceiling_bytes=lowered,
             )
         )
-    no_gpu = None if snapshot.devices else "The NVIDIA driver reports no GPUs."
+    no_gpu = None if snapshot.devices else Said("no_gpus")
     return Plan(policy, gpus=tuple(gpus), hidden=tuple(hidden), lost=lost, no_gpu=no_gpu)

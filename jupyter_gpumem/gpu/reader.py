@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from jupyter_gpumem.gpu.model import Snapshot
-from jupyter_gpumem.units import format_duration
 from jupyter_gpumem.words import Said
 
 # How long a caller on the kernel's main thread waits for the driver by default (GpumemConfig.nvml_deadline_s).
@@ -151,16 +150,15 @@ class Reader:
                 self._changed.notify_all()
 
 
-def stalled(snapshot: Snapshot, now: float | None = None) -> str | None:
+def stalled(snapshot: Snapshot, now: float | None = None) -> Said | None:
     """The one sentence every Python surface gives a snapshot the driver did not answer in time; None if it did."""
     if snapshot.stalled_since is None:
         return None
     return stalled_sentence(snapshot.stalled_since, time.time() if now is None else now, bool(snapshot.devices))
 
 
-def stalled_sentence(since: float, now: float, figures: bool) -> str:
+def stalled_sentence(since: float, now: float, figures: bool) -> Said:
     """ "The NVIDIA driver has not answered since 10:42:03 (for 12 s); figures are from then." (format.ts's
     stalledLine says the same in the sidebar and the inline view)."""
-    clock = time.strftime("%H:%M:%S", time.localtime(since))
-    then = "figures are from then" if figures else "there are no figures yet"
-    return f"The NVIDIA driver has not answered since {clock} (for {format_duration(max(0.0, now - since))}); {then}."
+    then = Said("stalled_figures_from_then") if figures else Said("stalled_no_figures_yet")
+    return Said("driver_stalled", since=since, for_s=max(0.0, now - since), then=then)

@@ -221,6 +221,11 @@ Code: TypeAlias = Literal[
     "a_gpu",
     "overhead_earlier_kernel",
     "overhead_this_kernel",
+    "driver_stalled",
+    "stalled_figures_from_then",
+    "stalled_no_figures_yet",
+    "stalled_plan_later",
+    "no_gpus",
 ]
 """
 Every code this release words (jupyter_gpumem/words/en.json has a template for each). A newer release may add codes: a reader falls back to the sentence field beside a code it does not know.

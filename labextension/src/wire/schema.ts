@@ -335,7 +335,12 @@ export const COMM_SCHEMA = {
         'overhead_generation',
         'a_gpu',
         'overhead_earlier_kernel',
-        'overhead_this_kernel'
+        'overhead_this_kernel',
+        'driver_stalled',
+        'stalled_figures_from_then',
+        'stalled_no_figures_yet',
+        'stalled_plan_later',
+        'no_gpus'
       ]
     },
     cell: {
@@ -599,7 +604,12 @@ export const API_SCHEMA = {
         'overhead_generation',
         'a_gpu',
         'overhead_earlier_kernel',
-        'overhead_this_kernel'
+        'overhead_this_kernel',
+        'driver_stalled',
+        'stalled_figures_from_then',
+        'stalled_no_figures_yet',
+        'stalled_plan_later',
+        'no_gpus'
       ]
     },
     user_share: {

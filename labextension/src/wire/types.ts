@@ -99,7 +99,12 @@ export type Code =
   | 'overhead_generation'
   | 'a_gpu'
   | 'overhead_earlier_kernel'
-  | 'overhead_this_kernel';
+  | 'overhead_this_kernel'
+  | 'driver_stalled'
+  | 'stalled_figures_from_then'
+  | 'stalled_no_figures_yet'
+  | 'stalled_plan_later'
+  | 'no_gpus';
 /**
  * recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
  */
