@@ -98,3 +98,18 @@ def test_loading_the_extension_twice_changes_nothing(kernel_with):
     assert kernel.run("%reload_ext jupyter_gpumem").status == "ok"
     assert kernel.run("%load_ext jupyter_gpumem").status == "ok"
     assert "GeForce GTX 1080" in kernel.run("%gpumem").stdout
+
+
+def test_the_configured_defaults_apply_at_load_even_after_a_figure_was_asked_for_first(kernel_with):
+    kernel = kernel_with("s1_two_gpus", env={"JUPYTER_GPUMEM_FRACTION": "0.4"})
+    assert kernel.run("import jupyter_gpumem; jupyter_gpumem.figure()").status == "ok"  # before %load_ext
+    assert "fraction=0.4 recorded (configured defaults)" in kernel.run("%load_ext jupyter_gpumem").stdout
+    assert "fraction=0.4 recorded (configured defaults)" not in kernel.run("%reload_ext jupyter_gpumem").stdout
+
+
+def test_unloading_takes_the_magic_away_and_loading_again_brings_it_back(kernel_with):
+    kernel = kernel_with("s2_seven_jobs")
+    kernel.run("%load_ext jupyter_gpumem")
+    assert "Line magic function `%gpumem` not found" in kernel.run("%unload_ext jupyter_gpumem\n%gpumem").stderr
+    kernel.run("%load_ext jupyter_gpumem")
+    assert "GeForce GTX 1080" in kernel.run("%gpumem").stdout
