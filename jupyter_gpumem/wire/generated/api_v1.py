@@ -170,57 +170,6 @@ class ServerGpu(TypedDict):
     """
 
 
-class ServerBody(TypedDict):
-    """
-    The Jupyter server extension's figures as JSON (docs/server.md). Evolves additively within version 1 (docs/protocol.md, 'Versioning and releases mixing'): the required fields are those every release has sent, forever; a field added since is optional and its default says what its absence means (not known); readers ignore fields they do not know; a change an older reader would misread is version 2, a new file and path.
-    """
-
-    version: Literal[1]
-    """
-    This schema's version: a change an older reader would misread bumps it (and the path).
-    """
-    package_version: str
-    """
-    jupyter-gpumem's version in the server.
-    """
-    interval_s: float
-    """
-    Seconds between the server's readings.
-    """
-    t: float | None
-    """
-    When the server read NVML (time.time()); null before its first reading.
-    """
-    problem: str | None
-    """
-    A sentence when NVML cannot be read at all (no driver); then gpus is [].
-    """
-    problem_said: NotRequired[comm_v1.Said | None]
-    """
-    Why NVML cannot be read at all as a code and its values (docs/protocol.md, 'Codes and words'); problem says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
-    """
-    stalled_since: NotRequired[float | None]
-    """
-    The NVIDIA driver did not answer the server's last reading in time: it has not answered since then (time.time()), and the figures are the last it gave then. Added after the first release; null or absent: the figures are its answer.
-    """
-    driver_version: str | None
-    """
-    The NVIDIA driver's version; null: not known.
-    """
-    simulated: str | None
-    """
-    The stand-in NVML's scenario; null with a real driver.
-    """
-    gpus: list[ServerGpu]
-    """
-    NVML order (PCI bus order).
-    """
-    kernels: list[ServerKernel]
-    """
-    Every kernel the server's kernel manager knows, by id.
-    """
-
-
 class ServerKernel(TypedDict):
     """
     A kernel the server's kernel manager knows.
@@ -286,4 +235,55 @@ class ServerKernel(TypedDict):
     gpus: list[KernelGpu]
     """
     The GPUs where it is.
+    """
+
+
+class ServerBody(TypedDict):
+    """
+    The Jupyter server extension's figures as JSON (docs/server.md). Evolves additively within version 1 (docs/protocol.md, 'Versioning and releases mixing'): the required fields are those every release has sent, forever; a field added since is optional and its default says what its absence means (not known); readers ignore fields they do not know; a change an older reader would misread is version 2, a new file and path.
+    """
+
+    version: Literal[1]
+    """
+    This schema's version: a change an older reader would misread bumps it (and the path).
+    """
+    package_version: str
+    """
+    jupyter-gpumem's version in the server.
+    """
+    interval_s: float
+    """
+    Seconds between the server's readings.
+    """
+    t: float | None
+    """
+    When the server read NVML (time.time()); null before its first reading.
+    """
+    problem: str | None
+    """
+    A sentence when NVML cannot be read at all (no driver); then gpus is [].
+    """
+    problem_said: NotRequired[comm_v1.Said | None]
+    """
+    Why NVML cannot be read at all as a code and its values (docs/protocol.md, 'Codes and words'); problem says it in English for older readers, and is shown where this is absent (an older sender) or its code is not known (a newer one). Absent means null.
+    """
+    stalled_since: NotRequired[float | None]
+    """
+    The NVIDIA driver did not answer the server's last reading in time: it has not answered since then (time.time()), and the figures are the last it gave then. Added after the first release; null or absent: the figures are its answer.
+    """
+    driver_version: str | None
+    """
+    The NVIDIA driver's version; null: not known.
+    """
+    simulated: str | None
+    """
+    The stand-in NVML's scenario; null with a real driver.
+    """
+    gpus: list[ServerGpu]
+    """
+    NVML order (PCI bus order).
+    """
+    kernels: list[ServerKernel]
+    """
+    Every kernel the server's kernel manager knows, by id.
     """

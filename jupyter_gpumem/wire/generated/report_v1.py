@@ -25,6 +25,21 @@ class Ceiling(TypedDict):
     """
 
 
+class NoticeFile(Notice):
+    """
+    The server's notice to a kernel: kernel-<id>.notice.json beside its report, written by the idle culler (docs/server.md). Its fields besides protocol and type are the sample's notice.
+    """
+
+    protocol: Literal[1]
+    """
+    The protocol's version: a change an older reader would misread bumps it.
+    """
+    type: Literal["notice"]
+    """
+    This format.
+    """
+
+
 class Report(TypedDict):
     """
     What a kernel tells its Jupyter server: <runtime dir>/jupyter-gpumem/kernel-<id>.json, replaced when it changes and at least every 10 s (docs/server.md). The server's notice to the kernel, beside it, is $defs/notice_file. Evolves additively within protocol 1 (docs/protocol.md, 'Versioning and releases mixing'): the required fields are those every release has sent, forever; a field added since is optional and its description says what its absence means; readers ignore fields they do not know.
@@ -62,19 +77,4 @@ class Report(TypedDict):
     sample: comm_v1.Sample
     """
     The latest sample without process tables (processes, others) and without notice (docs/protocol.md).
-    """
-
-
-class NoticeFile(Notice):
-    """
-    The server's notice to a kernel: kernel-<id>.notice.json beside its report, written by the idle culler (docs/server.md). Its fields besides protocol and type are the sample's notice.
-    """
-
-    protocol: Literal[1]
-    """
-    The protocol's version: a change an older reader would misread bumps it.
-    """
-    type: Literal["notice"]
-    """
-    This format.
     """
