@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from jupyter_gpumem.hub.rows import GpuRow, Row
-from jupyter_gpumem.units import format_duration, format_gib_or_mib, format_mib
+from jupyter_gpumem.units import format_duration, format_gib_or_mib, format_mib, round_half_up
 
 TOP = 10  # per list; the table below has every row, and its filter finds the rest
 
@@ -21,7 +21,7 @@ def _kernel(r: Row) -> dict[str, Any]:
 
 def texts(r: Row) -> dict[str, str]:
     """A row's figures as text, by units.py (the one place figures become text); the page shows only these."""
-    ceiling = [f"{r.ceiling_fraction:.0%}"] if r.ceiling_fraction is not None else []
+    ceiling = [f"{round_half_up(100 * r.ceiling_fraction)}%"] if r.ceiling_fraction is not None else []
     ceiling += [format_mib(r.ceiling_bytes)] if r.ceiling_bytes is not None else []
     return {
         "used_text": "" if r.used_bytes is None else format_mib(r.used_bytes),

@@ -19,6 +19,7 @@ from jupyter_gpumem.budget.privacy import Others as OthersFigure
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Device
 from jupyter_gpumem.render import messages
+from jupyter_gpumem.units import format_tenth
 from jupyter_gpumem.wire.comm import (
     CONFIGURE,
     HISTORY_RANGE_S,
@@ -121,7 +122,7 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> SampleGpu:
                 "name": p.name,
                 "user": p.user,
                 "used_bytes": p.used_bytes,
-                "cpu_percent": None if p.cpu_percent is None else round(p.cpu_percent, 1),
+                "cpu_percent": None if p.cpu_percent is None else float(format_tenth(p.cpu_percent)),
                 "self": p.is_self,
                 "local": p.local,
                 # Seen by the host but its CPU% not measured yet (the first refresh): not the same as N/A.
