@@ -315,7 +315,7 @@ test('a process row is text as the driver and host gave it, N/A in every empty c
       return [c.pid, c.name, c.badge, c.user, c.usedBytes, c.cpuPercent];
     }),
     [
-      ['4242', 'python', 'this kernel', 'alice', '4200', '98.2'],
+      ['4242', 'python', 'this kernel', 'alice', '4200', '98.3'],
       ['1204', 'dwm.exe', '', 'N/A', 'N/A', 'N/A'],
       ['6200', '<img src=x onerror=alert(1)>', '', 'mallory', '380', '0.0']
     ]
