@@ -1,5 +1,5 @@
 """What do the cell hooks of `%gpumem cells` cost per cell? IPython's pre_run_cell and post_run_cell handlers
-(kernel/cells.Recorder.before and .after) timed in this process, against a baseline taken in the same run: an
+(kernel/recorder.Recorder.before and .after) timed in this process, against a baseline taken in the same run: an
 IPython cell (`x = 1`) run without them.
 
     python benchmarks/cells.py [--cells 2000]
@@ -58,8 +58,8 @@ def main() -> None:
 
     from jupyter_gpumem.budget.config import GpumemConfig
     from jupyter_gpumem.frameworks.pytorch import PyTorch
-    from jupyter_gpumem.kernel.cells import Recorder
     from jupyter_gpumem.kernel.control import Controller
+    from jupyter_gpumem.kernel.recorder import Recorder
 
     shell = InteractiveShell.instance()
     baseline = per_call_ms(lambda: shell.run_cell("x = 1", store_history=False), args.cells // 4)

@@ -10,7 +10,7 @@ import pytest
 
 from jupyter_gpumem.budget.config import GpumemConfig
 from jupyter_gpumem.budget.environ import EnvironmentChanges
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.overhead import Calibration
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter

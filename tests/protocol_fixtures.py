@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from jupyter_gpumem.budget.attribution import Match
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.limits import Limit, Limits
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.plan import Plan, make_plan

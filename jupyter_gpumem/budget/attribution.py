@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.units import GiB, MiB

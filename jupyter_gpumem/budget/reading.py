@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from jupyter_gpumem.budget.attribution import Match, Own, PidStance, attribute, pid_stance
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.limits import Limits
 from jupyter_gpumem.budget.limits import read as read_limits
 from jupyter_gpumem.budget.overhead import Overhead, estimate

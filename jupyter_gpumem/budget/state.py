@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from jupyter_gpumem.budget.frameworks import Framework, label
+from jupyter_gpumem.budget.framework_interface import Framework, label
 from jupyter_gpumem.budget.plan import Ceiling, Plan
 from jupyter_gpumem.budget.policy import Policy
 from jupyter_gpumem.words import Said

@@ -10,7 +10,7 @@ import sys
 from abc import ABC, abstractmethod
 from typing import Any, NamedTuple
 
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.words import Said
 

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter, Released, installed_version
 from jupyter_gpumem.frameworks.base import fraction_of as _fraction

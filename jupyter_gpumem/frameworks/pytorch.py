@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter, PeakKeeper, Released, one_fraction
 from jupyter_gpumem.units import MiB, format_mib

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any, Protocol
 
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter, PeakKeeper, Released
 from jupyter_gpumem.units import MiB, format_mib

@@ -15,10 +15,10 @@ from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.gpu.model import Device
 from jupyter_gpumem.gpu.reader import stalled
-from jupyter_gpumem.kernel.cells import Recorder
 from jupyter_gpumem.kernel.control import Controller
-from jupyter_gpumem.kernel.free import held_tensors
 from jupyter_gpumem.kernel.oom import OutOfMemory, recognise
+from jupyter_gpumem.kernel.recorder import Recorder
+from jupyter_gpumem.kernel.release import held_tensors
 from jupyter_gpumem.render.cells import culprit
 from jupyter_gpumem.units import MiB, format_mib, format_percent
 

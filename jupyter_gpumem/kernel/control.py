@@ -25,7 +25,7 @@ from jupyter_gpumem.budget import limits
 from jupyter_gpumem.budget.attribution import Matcher, listed, pid_stance
 from jupyter_gpumem.budget.config import GpumemConfig
 from jupyter_gpumem.budget.environ import EnvironmentChanges
-from jupyter_gpumem.budget.frameworks import Allocator, Framework, label
+from jupyter_gpumem.budget.framework_interface import Allocator, Framework, label
 from jupyter_gpumem.budget.overhead import Calibration, Overhead, estimate
 from jupyter_gpumem.budget.plan import Ceiling, Plan, make_plan
 from jupyter_gpumem.budget.policy import Policy, PolicyError

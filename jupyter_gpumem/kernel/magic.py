@@ -10,13 +10,12 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
 from jupyter_gpumem.budget.policy import PolicyError, parse
-from jupyter_gpumem.kernel.cells import Recorder, report
 from jupyter_gpumem.kernel.control import Controller, say
-from jupyter_gpumem.kernel.free import free
+from jupyter_gpumem.kernel.recorder import Recorder, report
+from jupyter_gpumem.kernel.release import release
 from jupyter_gpumem.kernel.stream import Stream
-from jupyter_gpumem.render import html
+from jupyter_gpumem.render import free, html
 from jupyter_gpumem.render.explain import explain
-from jupyter_gpumem.render.free import lines as freed_lines
 from jupyter_gpumem.render.text import render
 
 HELP = """\
@@ -130,7 +129,7 @@ class GpumemMagics(Magics):
             shown = int(words[1]) if len(words) == 2 else CELLS_SHOWN
             display(report(self._cells, control, self._stream.sampler.interval_s, shown))  # type: ignore[no-untyped-call]
         elif command == "free" and len(words) <= 1:
-            say(freed_lines(free(self.shell, control)))
+            say(free.lines(release(self.shell, control)))
         elif all("=" in word for word in words):
             try:
                 say(control.request(parse(words)))

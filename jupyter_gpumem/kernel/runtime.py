@@ -21,10 +21,10 @@ from traitlets.config import Configurable
 from jupyter_gpumem.budget.config import application_of, load_config
 from jupyter_gpumem.frameworks.choice import referenced_in
 from jupyter_gpumem.kernel.advisor import Advisor
-from jupyter_gpumem.kernel.cells import Recorder
 from jupyter_gpumem.kernel.control import Controller, say
 from jupyter_gpumem.kernel.magic import GpumemMagics
 from jupyter_gpumem.kernel.publish import kernel_report_path
+from jupyter_gpumem.kernel.recorder import Recorder
 from jupyter_gpumem.kernel.stream import Stream
 from jupyter_gpumem.render import figure
 from jupyter_gpumem.units import parse_duration

@@ -27,9 +27,9 @@ from jupyter_gpumem.gpu.snapshot import reader
 from jupyter_gpumem.kernel import protocol
 from jupyter_gpumem.kernel.advisor import Advisor
 from jupyter_gpumem.kernel.alerts import Alerts
-from jupyter_gpumem.kernel.cells import Recorder
 from jupyter_gpumem.kernel.control import Controller
 from jupyter_gpumem.kernel.publish import Publisher
+from jupyter_gpumem.kernel.recorder import Recorder
 from jupyter_gpumem.kernel.sampler import Sampler
 from jupyter_gpumem.kernel.widget import GpuMemView
 from jupyter_gpumem.wire.comm import TARGET, Sample

@@ -1,4 +1,4 @@
-"""`%gpumem cells`: which cell took the memory. Each executed cell's record (kernel/cells.py keeps them) as a
+"""`%gpumem cells`: which cell took the memory. Each executed cell's record (kernel/recorder.py keeps them) as a
 table per GPU, text and HTML, and the out-of-memory advice's line naming the cell that raised the memory.
 
 Two counts, side by side. As nvidia-smi counts it: from the sampler's readings while the cell ran (its peak is
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.units import format_duration, format_gib_or_mib, format_tenth
 from jupyter_gpumem.wire.comm import Cell as CellSpan
 

@@ -1,11 +1,11 @@
 """`%gpumem free`'s words: what was released, and per GPU what came back, as nvidia-smi counts it and by the
-framework's allocator, from a Reading before and one after (kernel/free.py does the releasing)."""
+framework's allocator, from a Reading before and one after (kernel/release.py does the releasing)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.units import format_gib_or_mib, format_mib

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from jupyter_gpumem.budget.frameworks import Framework, label
+from jupyter_gpumem.budget.framework_interface import Framework, label
 from jupyter_gpumem.budget.limits import PINNED
 from jupyter_gpumem.budget.plan import Ceiling, Plan
 from jupyter_gpumem.budget.policy import Policy

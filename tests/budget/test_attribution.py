@@ -13,7 +13,7 @@ from protocol_fixtures import container_sample, hidden_sample
 
 from jupyter_gpumem.budget import reading as budget
 from jupyter_gpumem.budget.attribution import APPEAR_S, Match, Matcher, attribute, listed, pid_stance
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.policy import parse
 from jupyter_gpumem.budget.state import State

@@ -4,7 +4,7 @@ GPU against its budget, and when it is over, why — read against the State, nev
 from __future__ import annotations
 
 from jupyter_gpumem.budget.attribution import Match
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.plan import make_plan
 from jupyter_gpumem.budget.policy import parse

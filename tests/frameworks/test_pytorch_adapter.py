@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.plan import make_plan
 from jupyter_gpumem.budget.policy import parse

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.plan import make_plan
 from jupyter_gpumem.budget.policy import parse

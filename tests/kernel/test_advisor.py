@@ -17,8 +17,8 @@ from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
 from jupyter_gpumem.kernel.advisor import Advisor, diagnose
-from jupyter_gpumem.kernel.cells import Recorder
 from jupyter_gpumem.kernel.oom import OutOfMemory, parse_jax, parse_pytorch, parse_tensorflow, recognise
+from jupyter_gpumem.kernel.recorder import Recorder
 from jupyter_gpumem.units import MiB
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "oom"

@@ -1,4 +1,4 @@
-"""The cell records' allocator figures (kernel/cells.py): a PyTorch cell's peak is its own, since its peak is
+"""The cell records' allocator figures (kernel/recorder.py): a PyTorch cell's peak is its own, since its peak is
 reset as it starts; a framework that cannot reset its peak (JAX) tells a cell's peak only where it rose. PyTorch's
 CUDA calls go through the recording TorchConfig of the adapter tests."""
 
@@ -10,9 +10,9 @@ from types import SimpleNamespace
 from controller_fixtures import GPU_A, Framework, Machine, a100, make
 from frameworks.test_pytorch_adapter import RecordingTorchConfig
 
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.frameworks.pytorch import PyTorch
-from jupyter_gpumem.kernel.cells import Recorder
+from jupyter_gpumem.kernel.recorder import Recorder
 from jupyter_gpumem.render.cells import tables
 from jupyter_gpumem.units import MiB
 

@@ -16,7 +16,7 @@ from controller_fixtures import GPU_A, GPU_B, OWN, Framework, Machine, a100, mak
 from traitlets.config import Config, Configurable
 
 from jupyter_gpumem.budget.environ import EnvironmentChanges
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.plan import make_plan
 from jupyter_gpumem.budget.policy import PolicyError, parse

@@ -35,7 +35,7 @@ UNTRANSLATED = "runs in a container whose PIDs the driver does not translate"
 RECORDER = """
 from jupyter_gpumem.kernel.runtime import runtime
 from jupyter_gpumem.frameworks.base import Adapter
-from jupyter_gpumem.budget.frameworks import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator
 
 class Recorder(Adapter):
     name = "Recorder"

@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 
-from jupyter_gpumem.budget.frameworks import Allocator, label
+from jupyter_gpumem.budget.framework_interface import Allocator, label
 from jupyter_gpumem.frameworks import Adapter
 from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.kernel.control import Controller

@@ -23,7 +23,7 @@ from jupyter_gpumem.render.free import Freed
 LAST_ERROR = ("last_type", "last_value", "last_traceback", "last_exc")
 
 
-def free(shell: InteractiveShell | None, control: Controller) -> Freed:
+def release(shell: InteractiveShell | None, control: Controller) -> Freed:
     before = control.read(control.snapshot())
     error, tensors = _drop_last_error(shell, control.adapters.values())
     collected = gc.collect()
