@@ -287,8 +287,18 @@ test("a zoom on the user's range draws it at full resolution, the y scale unchan
 test('one mark per over-budget episode in view, its reason in the hover', () => {
   const s = history(60, i => (i > 30 ? 5 * GiB : GiB));
   s.marks = [
-    { t: T0 + 31_000, ownBytes: 5 * GiB, reason: 'CUDA context' },
-    { t: T0 - 7_200_000, ownBytes: 5 * GiB, reason: 'long ago' }
+    {
+      t: T0 + 31_000,
+      ownBytes: 5 * GiB,
+      reason: 'CUDA context',
+      reasonSaid: null
+    },
+    {
+      t: T0 - 7_200_000,
+      ownBytes: 5 * GiB,
+      reason: 'long ago',
+      reasonSaid: null
+    }
   ];
   const fig = figure(args(s), trans);
   const marks = fig.data.at(-1) as {

@@ -78,8 +78,8 @@ function gpu(
   };
 }
 
-const POLICY = { policy: 'fraction=0.5', takes: null };
-const NO_POLICY = { policy: null, takes: null };
+const POLICY = { policy: 'fraction=0.5', takes: null, takesSaid: null };
+const NO_POLICY = { policy: null, takes: null, takesSaid: null };
 
 test('the headline reads "3.1 of 4.0 GiB budget (78%)"', () => {
   assert.deepEqual(headline(gpu(3200 * MiB, 4 * GiB), POLICY, trans), {
@@ -122,7 +122,7 @@ test('a budget the framework does not hold never reads as if it held', () => {
 test('without a budget the headline is this kernel’s memory and a quieter line says what its framework takes', () => {
   const takes =
     'TensorFlow takes nearly all the memory of every GPU it can see when it starts (and keeps it)';
-  const sample = { policy: null, takes };
+  const sample = { policy: null, takes, takesSaid: null };
   assert.deepEqual(headline(gpu(1229 * MiB, null), sample, trans), {
     text: '1.2 GiB used by this kernel',
     level: 'ok'
@@ -177,7 +177,11 @@ test("the policy line shows the kernel's note, never a literal null", () => {
     policyState: PolicyState | null,
     policyNote: string | null,
     policy: string | null = 'fraction=0.25'
-  ) => policyLine({ policy, policyState, policyNote }, trans);
+  ) =>
+    policyLine(
+      { policy, policyState, policyNote, policyNoteSaid: null },
+      trans
+    );
   assert.deepEqual(
     line('recorded', 'applies when "import tensorflow" completes'),
     {
@@ -271,13 +275,26 @@ test('every state of the stream but streaming has its sentence', () => {
 test("over budget, the kernel's reason; the chart names its lines", () => {
   assert.equal(
     overLine(
-      { hidden: false, overReason: 'CUDA context: 504 MiB outside' },
+      {
+        hidden: false,
+        overReason: 'CUDA context: 504 MiB outside',
+        overReasonSaid: null
+      },
       trans
     ),
     'Over budget: CUDA context: 504 MiB outside'
   );
-  assert.equal(overLine({ hidden: false, overReason: null }, trans), null);
-  assert.equal(overLine({ hidden: true, overReason: 'stale' }, trans), null);
+  assert.equal(
+    overLine({ hidden: false, overReason: null, overReasonSaid: null }, trans),
+    null
+  );
+  assert.equal(
+    overLine(
+      { hidden: true, overReason: 'stale', overReasonSaid: null },
+      trans
+    ),
+    null
+  );
   assert.equal(chartLabels('TensorFlow', trans).framework, 'TensorFlow in use');
   assert.equal(chartLabels(null, trans).framework, 'framework in use');
   assert.equal(totalAbove(40960 * MiB, trans), 'device total 40.0 GiB ↑');
@@ -288,10 +305,13 @@ test('times have seconds where they are asked for: the hover, the marks', () => 
   assert.equal(clock(t, true), '09:05:07');
   assert.equal(clock(t, false), '09:05');
   assert.equal(
-    markTitle(t, 'CUDA context', trans),
+    markTitle({ t, reason: 'CUDA context', reasonSaid: null }, trans),
     'Over budget from 09:05:07: CUDA context'
   );
-  assert.equal(markTitle(t, null, trans), 'Over budget from 09:05:07');
+  assert.equal(
+    markTitle({ t, reason: null, reasonSaid: null }, trans),
+    'Over budget from 09:05:07'
+  );
   assert.equal(pausedOn(t, t + 150_000, trans), 'Paused on 09:05:07–09:07:37');
   assert.equal(chartWords(trans).hoverFigure, '%{y:.2f} GiB');
 });
@@ -502,7 +522,7 @@ test('every phrase goes through the translation bundle', () => {
     policyLine(S1, t)!.text,
     overLine(gpu1, t),
     breakdown(gpu1, 'TensorFlow', t),
-    markTitle(0, 'x', t),
+    markTitle({ t: 0, reason: 'x', reasonSaid: null }, t),
     totalAbove(GiB, t),
     pausedOn(0, 1000, t),
     ...Object.values(chartWords(t)),

@@ -4,8 +4,8 @@ import type { State } from '../model/channel';
 import type { Sample } from '../wire/types';
 import { PROTOCOL } from '../wire/protocol';
 import { PACKAGE_VERSION } from '../wire/schema';
-import { clock, duration } from './number';
 import type { Trans } from './trans';
+import { word } from './words';
 
 /** What the panel says about the stream when it is not streaming; `detail` as the Channel keeps
  * it (the kernel's language, the error, the seconds without figures). Empty: nothing to say. */
@@ -91,17 +91,20 @@ export function stalledLine(
   if (since === null || since === undefined) {
     return null;
   }
-  const at = clock(since * 1000, true);
-  const waited = duration(Math.max(0, sample.t - since), trans);
-  return sample.gpus.length > 0
-    ? trans.__(
-        'The NVIDIA driver has not answered since %1 (for %2); figures are from then.',
-        at,
-        waited
-      )
-    : trans.__(
-        'The NVIDIA driver has not answered since %1 (for %2); there are no figures yet.',
-        at,
-        waited
-      );
+  // The catalogue's words, as the kernel's status and the still picture say it (gpu/reader.stalled_sentence).
+  const then =
+    sample.gpus.length > 0
+      ? 'stalled_figures_from_then'
+      : 'stalled_no_figures_yet';
+  return word(
+    {
+      code: 'driver_stalled',
+      values: {
+        since,
+        for_s: Math.max(0, sample.t - since),
+        then: { code: then, values: {} }
+      }
+    },
+    trans
+  );
 }

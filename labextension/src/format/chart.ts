@@ -1,8 +1,10 @@
 /** The chart's words: its lines' names, its notes and tooltips. */
 
+import type { IMark } from '../model/history';
 import { clock, formatBytes } from './number';
 import { printable } from './printable';
 import type { Trans } from './trans';
+import { said } from './words';
 
 /** The chart's names for its lines, the legend's and the hover's. */
 export interface IChartLabels {
@@ -43,12 +45,16 @@ export function totalAbove(total: number, trans: Trans): string {
   return trans.__('device total %1 ↑', formatBytes(total, trans));
 }
 
-/** The tooltip of an over-budget mark. */
+/** The tooltip of an over-budget mark: the kernel's reason then, worded from its code. */
 export function markTitle(
-  t: number,
-  reason: string | null,
+  {
+    t,
+    reason: sentence,
+    reasonSaid
+  }: Pick<IMark, 't' | 'reason' | 'reasonSaid'>,
   trans: Trans
 ): string {
+  const reason = said(sentence, reasonSaid, trans);
   return reason
     ? trans.__('Over budget from %1: %2', clock(t, true), reason)
     : trans.__('Over budget from %1', clock(t, true));

@@ -1,9 +1,10 @@
 /** The sidebar's words about one GPU (the inline view shows the same lines: viewLines). */
 
-import type { OverheadSource, Sample, SampleGpu } from '../wire/types';
+import type { Notice, OverheadSource, Sample, SampleGpu } from '../wire/types';
 import { againstBudget, budgetShare, formatBytes, level } from './number';
 import { printable } from './printable';
 import type { ILine, Trans } from './trans';
+import { said } from './words';
 
 /** The panel's title (the header shows it in capitals, as the core panels do). */
 export function panelTitle(trans: Trans): string {
@@ -138,11 +139,24 @@ export function headline(
   };
 }
 
+/** What the kernel says instead of figures ("No NVIDIA driver found …"), worded from its code. */
+export function problemLine(
+  sample: Pick<Sample, 'problem' | 'problemSaid'>,
+  trans: Trans
+): string | null {
+  return said(sample.problem, sample.problemSaid, trans);
+}
+
+/** The Jupyter server's notice to this kernel's user (an idle warning), worded from its code. */
+export function noticeText(notice: Notice | null, trans: Trans): string | null {
+  return notice && said(notice.text, notice.textSaid, trans);
+}
+
 /** Without a budget: "No budget set — TensorFlow takes nearly all the memory …" (the kernel's
  * phrase, `takes`). Null where there is a budget, or nothing to say (lost, hidden). */
 export function budgetNote(
   gpu: Pick<SampleGpu, 'lost' | 'hidden' | 'budgetBytes'>,
-  sample: Pick<Sample, 'takes'>,
+  sample: Pick<Sample, 'takes' | 'takesSaid'>,
   trans: Trans
 ): string | null {
   if (gpu.lost || gpu.hidden || gpu.budgetBytes !== null) {
@@ -151,7 +165,7 @@ export function budgetNote(
   return trans.__(
     'No budget set — %1',
     printable(
-      sample.takes ??
+      said(sample.takes, sample.takesSaid, trans) ??
         trans.__('a framework takes its default amount when it starts')
     )
   );
@@ -163,19 +177,19 @@ export function budgetNote(
  * Null without a policy.
  */
 export function policyLine(
-  sample: Pick<Sample, 'policy' | 'policyState' | 'policyNote'>,
+  sample: Pick<
+    Sample,
+    'policy' | 'policyState' | 'policyNote' | 'policyNoteSaid'
+  >,
   trans: Trans
 ): ILine | null {
   if (sample.policy === null) {
     return null;
   }
+  const note = said(sample.policyNote, sample.policyNoteSaid, trans);
   return {
-    text: sample.policyNote
-      ? trans.__(
-          'Policy: %1 — %2',
-          printable(sample.policy),
-          printable(sample.policyNote)
-        )
+    text: note
+      ? trans.__('Policy: %1 — %2', printable(sample.policy), printable(note))
       : trans.__('Policy: %1', printable(sample.policy)),
     level: sample.policyState === 'not_in_force' ? 'warn' : 'ok'
   };
@@ -187,7 +201,10 @@ export function policyLine(
  * kernel's own words after its label. Null from a kernel that does not say, or on a lost GPU.
  */
 export function ownLine(
-  gpu: Pick<SampleGpu, 'lost' | 'hidden' | 'ownSource' | 'ownReason'>,
+  gpu: Pick<
+    SampleGpu,
+    'lost' | 'hidden' | 'ownSource' | 'ownReason' | 'ownReasonSaid'
+  >,
   trans: Trans
 ): ILine | null {
   if (gpu.lost || gpu.hidden || gpu.ownSource === null) {
@@ -200,10 +217,9 @@ export function ownLine(
     unknown: trans.__('Unknown')
   };
   const label = labels[gpu.ownSource];
+  const reason = said(gpu.ownReason, gpu.ownReasonSaid, trans);
   return {
-    text: gpu.ownReason
-      ? trans.__('%1: %2', label, printable(gpu.ownReason))
-      : label,
+    text: reason ? trans.__('%1: %2', label, printable(reason)) : label,
     level: gpu.ownSource === 'unknown' ? 'warn' : 'ok'
   };
 }
@@ -243,11 +259,12 @@ export function limitLines(
 
 /** "Over budget: <the kernel's reason>", or null when it is not over (or the GPU is hidden). */
 export function overLine(
-  gpu: Pick<SampleGpu, 'hidden' | 'overReason'>,
+  gpu: Pick<SampleGpu, 'hidden' | 'overReason' | 'overReasonSaid'>,
   trans: Trans
 ): string | null {
-  return gpu.overReason && !gpu.hidden
-    ? trans.__('Over budget: %1', printable(gpu.overReason))
+  const reason = said(gpu.overReason, gpu.overReasonSaid, trans);
+  return reason && !gpu.hidden
+    ? trans.__('Over budget: %1', printable(reason))
     : null;
 }
 
@@ -269,7 +286,10 @@ export function viewLines(
   gpu: SampleGpu,
   trans: Trans
 ): Record<ViewLine, ILine | string | null> {
-  const limits = [...limitLines(gpu, trans), printable(sample.limitNote ?? '')];
+  const limits = [
+    ...limitLines(gpu, trans),
+    printable(said(sample.limitNote, sample.limitNoteSaid, trans) ?? '')
+  ];
   return {
     headline: headline(gpu, sample, trans),
     own: ownLine(gpu, trans),

@@ -3,7 +3,7 @@
  * Numbers only (NaN where a figure was N/A), so an hour at 1 s stays a few hundred kilobytes.
  */
 
-import type { Cell, Sample, SampleGpu } from '../wire/types';
+import type { Cell, Said, Sample, SampleGpu } from '../wire/types';
 
 export const FIELDS = [
   'own',
@@ -19,6 +19,8 @@ export interface IMark {
   t: number;
   ownBytes: number;
   reason: string | null;
+  /** The reason's code, worded where the mark is shown. */
+  reasonSaid: Said | null;
 }
 
 /**
@@ -138,7 +140,12 @@ export class History {
       const budget = gpu.budgetBytes;
       const over = this._over.get(key) ?? false;
       if (!over && own !== null && budget !== null && own > budget) {
-        series.marks.push({ t, ownBytes: own, reason: gpu.overReason });
+        series.marks.push({
+          t,
+          ownBytes: own,
+          reason: gpu.overReason,
+          reasonSaid: gpu.overReasonSaid
+        });
         this._over.set(key, true);
       } else if (
         over &&

@@ -353,7 +353,7 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
       x: marks.map(m => toLocal(m.t)),
       y: marks.map(m => m.ownBytes / GiB),
       hovertext: marks.map(m =>
-        hoverText(markTitle(m.t, m.reason, trans), Math.floor(width / 7))
+        hoverText(markTitle(m, trans), Math.floor(width / 7))
       ),
       hovertemplate: '%{hovertext}<extra></extra>',
       marker: {

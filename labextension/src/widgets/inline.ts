@@ -12,6 +12,7 @@
 
 import { setLine } from './dom';
 import { clock } from '../format/number';
+import { problemLine } from '../format/panel';
 import { History, chooseGpu, gpuKey } from '../model/history';
 import {
   DEFAULT_HISTORY_S,
@@ -163,7 +164,7 @@ function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
       latest === null
         ? trans.__('Collecting…')
         : latest.problem
-          ? latest.problem
+          ? problemLine(latest, trans)
           : gpus.length === 0 && (latest.stalledSince ?? null) === null
             ? trans.__('The NVIDIA driver is loaded but reports no GPUs.')
             : null

@@ -22,7 +22,13 @@ import { PIP_COMMAND, STALE } from '../model/channel';
 import { Frames, element, setLine } from './dom';
 import { KernelFollower } from '../model/follower';
 import { channelLine } from '../format/channel';
-import { noNotebook, notebookLabel, panelTitle, uiText } from '../format/panel';
+import {
+  noNotebook,
+  notebookLabel,
+  panelTitle,
+  problemLine,
+  uiText
+} from '../format/panel';
 import { chooseGpu, gpuKey } from '../model/history';
 import { KernelList } from './kernellist';
 import type { SampleGpu } from '../wire/types';
@@ -163,7 +169,7 @@ export class GpuMemPanel extends SidePanel {
     if (latest === null || !hasGpu) {
       this._selectItem.hide();
       if (latest?.problem && streaming) {
-        setLine(n.status, latest.problem);
+        setLine(n.status, problemLine(latest, trans));
       }
       return;
     }

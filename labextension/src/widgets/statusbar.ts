@@ -12,6 +12,7 @@ import { STALE } from '../model/channel';
 import { KernelFollower } from '../model/follower';
 import { stalledLine } from '../format/channel';
 import { kernelsSummary } from '../format/kernels';
+import { noticeText } from '../format/panel';
 import { statusText, statusTooltip } from '../format/statusbar';
 import { chooseGpu, gpuKey } from '../model/history';
 import { ServerKernels } from '../model/serverkernels';
@@ -89,7 +90,7 @@ export class GpuMemStatus extends Widget {
       this._trans,
       server?.ready ? kernelsSummary(server.rows, this._trans) : null
     );
-    const title = [latest.notice?.text, stalled, tooltip]
+    const title = [noticeText(latest.notice, this._trans), stalled, tooltip]
       .filter(line => line)
       .join('\n\n');
     if (node.title !== title) {

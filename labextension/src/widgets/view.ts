@@ -11,6 +11,7 @@ import { element, setLine } from './dom';
 import { stalledLine } from '../format/channel';
 import {
   gpuOption,
+  noticeText,
   simulatedBanner,
   ViewLine,
   viewLines
@@ -103,7 +104,10 @@ export class MemoryView {
       simulatedBanner(latest?.simulated ?? null, this._trans)
     );
     this._banner.title = latest?.simulated ?? '';
-    setLine(this._notice, printable(latest?.notice?.text ?? ''));
+    setLine(
+      this._notice,
+      printable(noticeText(latest?.notice ?? null, this._trans) ?? '')
+    );
     const stalled = latest ? stalledLine(latest, this._trans) : null;
     setLine(this._stalled, stalled);
     this.body.classList.toggle('jp-mod-stalled', stalled !== null);
