@@ -1,6 +1,7 @@
 // Codes on the wire, words at the surface: the sidebar words every reason, problem and note from its code with
 // the catalogue Python words them with (jupyter_gpumem/words/en.json), and shows the sentence beside the code
 // only where it cannot (an older sender sends no code, a newer one a code this catalogue does not know).
+process.env.TZ = 'UTC'; // tests/fixtures/words/every_code.json's clock; this file runs in a process of its own
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -116,6 +117,26 @@ test('every code in the fixtures words to the sentence Python put beside it', ()
   assert.ok(codes.size >= 15, `only ${codes.size} different codes`);
 });
 
+test('every code of the catalogue words as Python words it: ties, sizes, times of day, lists, data', () => {
+  const { cases } = JSON.parse(
+    readFileSync(
+      join(ROOT, 'tests', 'fixtures', 'words', 'every_code.json'),
+      'utf8'
+    )
+  ) as { cases: { said: Said; words: string }[] };
+  const worded = new Set(cases.map(c => c.said.code));
+  assert.deepEqual(
+    Object.keys(ENGLISH).filter(
+      code => !code.startsWith('join_') && !worded.has(code)
+    ),
+    [],
+    'tests/fixtures/words/every_code.json is stale: run TZ=UTC python tests/fixtures/words/every_code.py'
+  );
+  for (const { said: code, words } of cases) {
+    assert.equal(word(code, trans), words, JSON.stringify(code));
+  }
+});
+
 test('numbers are worded by the surface: bytes in MiB, sizes, durations, times of day', () => {
   assert.equal(
     word(
@@ -162,6 +183,16 @@ test('numbers are worded by the surface: bytes in MiB, sizes, durations, times o
   assert.equal(
     word({ code: 'no_answer_within', values: { seconds: 2.5 } }, trans),
     'no answer within 2.5 s'
+  );
+  assert.equal(
+    word(
+      {
+        code: 'over_outside',
+        values: { outside_bytes: null, framework: 'JAX' }
+      },
+      trans
+    ),
+    "CUDA context + cuDNN/cuBLAS: N/A outside JAX's limit"
   );
 });
 
