@@ -180,10 +180,19 @@ test('numbers are worded by the surface: bytes in MiB, sizes, durations, times o
     ),
     'not answering since 09:05:07 (timeout)'
   );
-  assert.equal(
-    word({ code: 'no_answer_within', values: { seconds: 2.5 } }, trans),
-    'no answer within 2.5 s'
-  );
+  // Any other number as Python's {:g} writes a float: 6 significant digits, an exponent from 1e6 and below 1e-4.
+  for (const [seconds, words] of [
+    [2.5, '2.5'],
+    [0.1 + 0.2, '0.3'],
+    [1e-5, '1e-05'],
+    [1234567.5, '1.23457e+06'],
+    [30, '30']
+  ] as const) {
+    assert.equal(
+      word({ code: 'no_answer_within', values: { seconds } }, trans),
+      `no answer within ${words} s`
+    );
+  }
   assert.equal(
     word(
       {

@@ -46,11 +46,11 @@ function general(value: number): string {
   if (Number.isInteger(value)) {
     return String(value);
   }
-  const exponent = Number(value.toExponential(5).split('e')[1]);
+  const [mantissa, e] = value.toExponential(5).split('e');
+  const exponent = Number(e);
   const trim = (digits: string) =>
     digits.includes('.') ? digits.replace(/\.?0+$/, '') : digits;
   if (exponent < -4 || exponent >= 6) {
-    const [mantissa] = value.toExponential(5).split('e');
     const sign = exponent < 0 ? '-' : '+';
     return `${trim(mantissa)}e${sign}${String(Math.abs(exponent)).padStart(2, '0')}`;
   }
