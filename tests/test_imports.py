@@ -6,6 +6,8 @@ that never uses them (the server and the hub import this package too); never one
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jupyter_gpumem"
@@ -37,7 +39,15 @@ def function_level_imports(source: str) -> list[tuple[int, str]]:
     return found
 
 
-def refused(imported: str) -> bool:
+# The one import of our own inside a function: the package's root hands out the names a notebook uses from
+# kernel/notebook.py on first use (its __getattr__), because the server, the hub and IPython's extension manager
+# all import the root and only a kernel needs the runtime behind those names (IPython, ipywidgets, anywidget).
+ROOT_LOAD = ("jupyter_gpumem/__init__.py", "jupyter_gpumem.kernel")
+
+
+def refused(imported: str, module: str = "") -> bool:
+    if (module, imported) == ROOT_LOAD:
+        return False
     top = imported.split(".")[0]
     return imported.startswith(".") or top == "jupyter_gpumem" or top not in LAZY
 
@@ -55,7 +65,7 @@ def test_no_module_imports_inside_a_function_but_the_listed_lazy_loads() -> None
         f"{module}:{line}: {imported}"
         for module, found in package_imports().items()
         for line, imported in found
-        if refused(imported)
+        if refused(imported, module)
     ]
     assert wrong == [], "imports inside functions (move them to the module's top, or list a lazy load in LAZY):\n" + (
         "\n".join(wrong)
@@ -78,3 +88,14 @@ def show():
 """
     found = [imported for _, imported in function_level_imports(planted) if refused(imported)]
     assert found == ["jupyter_gpumem.kernel", ".", "json"]
+
+
+def test_importing_the_package_loads_no_kernel_runtime() -> None:
+    """The server and the hub import the package's root: it must not bring IPython's shell, ipywidgets or the
+    kernel's runtime with it."""
+    code = "import sys, jupyter_gpumem; print(sorted(m for m in sys.modules if m.startswith(KERNELISH)))"
+    kernelish = ("jupyter_gpumem.kernel", "ipywidgets", "anywidget", "IPython")
+    found = subprocess.run(
+        [sys.executable, "-c", f"KERNELISH = {kernelish!r}; {code}"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert found == "[]"

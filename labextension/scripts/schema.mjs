@@ -15,7 +15,12 @@
 //
 // Run by `jlpm build:schema`; `--print schema.ts` (or types.ts) writes one to stdout instead, which
 // tests/ts/schema.test.ts compares with the committed file.
-import { readFileSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  readFileSync,
+  readdirSync,
+  writeFileSync
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { compile } from 'json-schema-to-typescript';
@@ -296,5 +301,15 @@ if (print >= 0) {
 } else {
   for (const [name, generate] of Object.entries(FILES)) {
     writeFileSync(join(WIRE, name), await generate());
+  }
+  // The catalogues of words (jupyter_gpumem/words/, the one source): the sidebar bundles copies, since tsc
+  // neither copies nor rewrites a JSON import from outside labextension/src; tests/ts/words.test.ts holds them
+  // equal.
+  const words = join(ROOT, 'jupyter_gpumem', 'words');
+  for (const name of readdirSync(words).filter(n => n.endsWith('.json'))) {
+    copyFileSync(
+      join(words, name),
+      join(ROOT, 'labextension', 'src', 'format', 'catalogue', name)
+    );
   }
 }

@@ -21,7 +21,7 @@ import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { IKernelFollower, KernelFollower } from './model/follower';
-import { panelTitle, uiText } from './format/panel';
+import { noticeText, panelTitle, uiText } from './format/panel';
 import { GpuMemPanel } from './widgets/panel';
 import { readSettings } from './wire/protocol';
 import { IServerKernels, ServerKernels } from './model/serverkernels';
@@ -47,13 +47,15 @@ const kernels: JupyterFrontEndPlugin<KernelFollower> = {
     "The active notebook's kernel and its GPU memory stream, with the stream's settings.",
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ISettingRegistry],
+  optional: [ISettingRegistry, ITranslator],
   provides: IKernelFollower,
   activate: async (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
-    registry: ISettingRegistry | null
+    registry: ISettingRegistry | null,
+    translator: ITranslator | null
   ) => {
+    const trans = (translator ?? nullTranslator).load(DOMAIN);
     const follower = new KernelFollower(tracker, readSettings(null));
     // The server's word about a kernel (its idle culler): a toast that stays until dismissed, naming the
     // notebook, since "this kernel" may not be the one in front of the user.
@@ -62,7 +64,9 @@ const kernels: JupyterFrontEndPlugin<KernelFollower> = {
         panel => panel.sessionContext.session?.kernel === kernel
       );
       const where = notebook ? `${notebook.context.path}: ` : '';
-      Notification.warning(where + notice.text, { autoClose: false });
+      Notification.warning(where + noticeText(notice, trans), {
+        autoClose: false
+      });
     });
     if (registry) {
       // Not awaited: the views appear at once; the settings follow when loaded.

@@ -67,7 +67,7 @@ def test_on_an_apple_gpu_the_advice_gives_what_pytorch_said_and_no_nvml_figures(
     lines = advice(pasted("pytorch-mps-comfyui-7440"), t4())  # the T4 is not the GPU that ran out
     assert lines == [
         "jupyter-gpumem: PyTorch ran out of memory on an Apple GPU via MPS (RuntimeError).",
-        "  The allocation that did not fit: about 292 MiB.",
+        "  The allocation that did not fit: about 293 MiB.",  # 292.50 MiB, a half up (docs/numbers.md)
         "  GPU memory figures: none here: NVML sees only NVIDIA GPUs, not an Apple GPU via MPS.",
         "  PyTorch said about 287 MiB was free under its limit (max allowed less what was allocated).",
         "  Fix: run the work in smaller batches, e.g. jupyter_gpumem.batched(model.evaluate, x, y, batch_size=64), "

@@ -38,7 +38,7 @@ test("the sidebar's catalogues are the package's, byte for byte", () => {
     assert.equal(
       readFileSync(join(COPIES, name), 'utf8'),
       readFileSync(join(WORDS, name), 'utf8'),
-      `labextension/src/format/catalogue/${name} differs from jupyter_gpumem/words/${name}: copy it`
+      `labextension/src/format/catalogue/${name} differs from jupyter_gpumem/words/${name}: run jlpm build:schema`
     );
   }
 });

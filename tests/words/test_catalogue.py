@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +89,13 @@ def test_an_error_text_is_data_even_when_it_looks_like_a_placeholder() -> None:
 def test_a_value_the_words_need_and_the_producer_left_out_is_a_programming_error() -> None:
     with pytest.raises(KeyError):
         Said("own_matched", pid=12)
+
+
+def test_the_sidebars_fixture_of_every_code_is_worded_by_this_catalogue():
+    """tests/ts/words.test.ts holds the TypeScript wording to tests/fixtures/words/every_code.json: Python's words
+    of every code. A template changed here must change that fixture too, or the two languages drift unseen."""
+    script = Path(__file__).parents[1] / "fixtures" / "words" / "every_code.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--check"], env={**os.environ, "TZ": "UTC"}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
