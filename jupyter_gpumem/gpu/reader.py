@@ -158,7 +158,7 @@ def stalled(snapshot: Snapshot, now: float | None = None) -> Said | None:
 
 
 def stalled_sentence(since: float, now: float, figures: bool) -> Said:
-    """ "The NVIDIA driver has not answered since 10:42:03 (for 12 s); figures are from then." (format.ts's
+    """ "The NVIDIA driver has not answered since 10:42:03 (for 12 s); figures are from then." (format/channel.ts's
     stalledLine says the same in the sidebar and the inline view)."""
     then = Said("stalled_figures_from_then") if figures else Said("stalled_no_figures_yet")
     return Said("driver_stalled", since=since, for_s=max(0.0, now - since), then=then)

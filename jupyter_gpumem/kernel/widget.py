@@ -2,7 +2,7 @@
 
 The sidebar's view in a cell's output, for every frontend that shows ipywidgets (JupyterLab with or
 without this package's labextension, Notebook 7, VS Code): an anywidget whose module is the sidebar's
-own rendering (labextension/src/inline.ts, bundled into static/inline.js by ``jlpm build:inline``), so
+own rendering (labextension/src/widgets/inline.ts, bundled into static/inline.js by ``jlpm build:inline``), so
 the headline against the budget, the chart (this kernel, its framework's in-use bytes, the others, the
 budget line, the device total, the over-budget marks) and the process table say exactly what the sidebar
 says. The kernel sends it the comm protocol's messages (docs/protocol.md): a ``sample`` per interval,

@@ -2,7 +2,7 @@
 inline view leaves in its output (interactive without the kernel wherever plotly's mimetype renders:
 JupyterLab and Notebook 7 with plotly installed, VS Code).
 
-The live chart's content (labextension/src/chart.ts): this kernel, its framework's in-use bytes, the other
+The live chart's content (labextension/src/widgets/chart.ts): this kernel, its framework's in-use bytes, the other
 processes, the budget, the device total (a line when it fits under the scale, else a note), one mark per
 over-budget episode with its reason on hover; the same scales (history.py). The trace names and their order
 are pinned for both by tests/fixtures/chart/traces.json. plotly is imported only here, when a figure is made.
@@ -34,7 +34,7 @@ class Trace(NamedTuple):
     width: float
 
 
-TRACES = (  # the legend's order and the line styles of the live chart (labextension/src/figure.ts)
+TRACES = (  # the legend's order and the line styles of the live chart (labextension/src/widgets/figure.ts)
     Trace("own", "#1976d2", "solid", 2.0),
     Trace("framework", "#00897b", "dot", 1.5),
     Trace("others", "#9e9e9e", "solid", 1.5),
@@ -111,7 +111,7 @@ def figure(
 def _cells(
     fig: go.Figure, samples: list[Mapping[str, Any]], t: list[float], last: float, x0: float, x1: float, top: float
 ) -> None:
-    """Each notebook cell in view (the samples' ``cells``) as the live chart draws them (figure.ts): one trace, a
+    """Each notebook cell in view (the samples' ``cells``) as the live chart draws them (widgets/figure.ts): one trace, a
     line along the top whose hover names the cell at each sample time ``t`` it spans, and its area a band behind
     the lines."""
     from plotly.colors import hex_to_rgb
@@ -196,7 +196,7 @@ def _layout(gpu: Mapping[str, Any] | None, subtitle: str) -> dict[str, object]:
 
 def _plain(text: str) -> str:
     """Text from the kernel for plotly, which reads tags in titles and hovers (and follows links): escaped, so a
-    reason or a GPU name holding "<b>" or "<a href=...>" stays as written (figure.ts hoverText does the same)."""
+    reason or a GPU name holding "<b>" or "<a href=...>" stays as written (widgets/figure.ts hoverText does the same)."""
     return html.escape(text, quote=False)
 
 

@@ -1,5 +1,5 @@
 """A kernel's figures per GPU over a window, as the chart draws them: the same series, over-budget marks,
-ranges and decimation as the sidebar's chart (labextension/src/history.ts and figure.ts), for the plotly
+ranges and decimation as the sidebar's chart (labextension/src/model/history.ts and widgets/figure.ts), for the plotly
 figure (figure.py).
 
 Samples arrive as the protocol encodes them (protocol.encode_sample, or figures_only in the history).
@@ -19,8 +19,8 @@ from jupyter_gpumem.render.viewtext import gpu_key
 from jupyter_gpumem.units import MiB
 
 FIELDS = ("own", "framework", "others", "total", "budget")
-OVER_ENDS_BELOW = 0.95  # an over-budget episode ends below this share of the budget (history.ts, alerts.py)
-MIN_SPAN_S = 120.0  # the shortest x range: a 20-second ramp gets a sixth of the width (figure.ts)
+OVER_ENDS_BELOW = 0.95  # an over-budget episode ends below this share of the budget (model/history.ts, alerts.py)
+MIN_SPAN_S = 120.0  # the shortest x range: a 20-second ramp gets a sixth of the width (widgets/figure.ts)
 HEADROOM = 1.08
 BUCKETS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
 
@@ -63,7 +63,7 @@ class History:
             s = self._series.setdefault(key, Series())
             if s.t and t <= s.t[-1]:
                 continue  # replayed history and the live stream overlap by a sample
-            # The last figures a stalled driver gave are not this moment's: a gap in the lines (history.ts).
+            # The last figures a stalled driver gave are not this moment's: a gap in the lines (model/history.ts).
             fresh = sample.get("stalled_since") is None
             own, used = (gpu.get("own_bytes"), gpu.get("used_bytes")) if fresh else (None, None)
             budget = gpu.get("budget_bytes")
@@ -100,7 +100,7 @@ def of_samples(samples: Iterable[Mapping[str, Any]]) -> History:
 
 
 def bucket_s(span_s: float, points: int) -> float:
-    """At most ``points`` buckets over ``span_s``, from a short ladder of sizes (figure.ts bucketMs)."""
+    """At most ``points`` buckets over ``span_s``, from a short ladder of sizes (widgets/figure.ts bucketMs)."""
     wanted = span_s / max(1, points)
     for size in BUCKETS_S:
         if size >= wanted:
@@ -137,7 +137,7 @@ def peak(values: Iterable[float]) -> float:
 
 def y_top(values: Mapping[str, list[float]]) -> float:
     """Up to the larger of this kernel's peak (or its framework's) and its budget, with headroom; only when
-    this kernel holds nothing and has no budget do the others set it; never the device total (figure.ts)."""
+    this kernel holds nothing and has no budget do the others set it; never the device total (widgets/figure.ts)."""
     top = max(peak(values["own"]), peak(values["framework"]), peak(values["budget"]))
     if top <= 0:
         top = peak(values["others"])

@@ -27,7 +27,7 @@ NA_MEMORY = (
 
 # Control characters (C0, DEL, C1), invisible formatting (the bidi overrides and isolates, zero widths, the
 # BOM), lone surrogates and the line and paragraph separators: a name from the GPU host holding one could
-# forge a line, a colour, or read backwards on screen. format.ts printable() escapes the same set
+# forge a line, a colour, or read backwards on screen. format/printable.ts printable() escapes the same set
 # (tests/fixtures/golden/ pins that both do).
 _UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}

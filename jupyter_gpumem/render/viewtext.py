@@ -1,5 +1,5 @@
 """The inline view's lines, from a protocol sample: the same words as the sidebar's (labextension/src/
-format.ts), so a user sees one wording in the sidebar, the status bar and the cell output. The golden fixture
+format/panel.ts), so a user sees one wording in the sidebar, the status bar and the cell output. The golden fixture
 (tests/fixtures/golden/) is the contract: both test suites check every case's lines against it. Pure; the view
 (widget.py) only places them. Bytes in binary units as nvidia-smi counts them; None is "N/A", never 0; every
 string from the kernel's sample through `printable`.
@@ -35,7 +35,7 @@ def gpu_key(gpu: Gpu) -> str:
 
 def choose_gpu(gpus: Sequence[Gpu], shown: str | None) -> str | None:
     """The GPU shown: the one already shown while it is there; else the one with a budget, else the one
-    this kernel uses, else the first (history.ts chooseGpu)."""
+    this kernel uses, else the first (model/history.ts chooseGpu)."""
     keys = [gpu_key(g) for g in gpus]
     if shown in keys:
         return shown
@@ -52,7 +52,7 @@ def simulated_banner(scenario: str | None) -> str | None:
 
 
 def stalled_line(sample: Sample) -> str | None:
-    """format.ts's stalledLine: the sample's figures are the last a stalled driver gave."""
+    """format/channel.ts's stalledLine: the sample's figures are the last a stalled driver gave."""
     since = sample.get("stalled_since")
     return None if since is None else stalled_sentence(since, sample["t"], bool(sample["gpus"]))
 
@@ -171,7 +171,7 @@ def process_note(gpu: Gpu) -> str | None:
 
 
 def others_note(gpu: Gpu) -> str | None:
-    """Other users' processes, where privacy shows them as one figure (format.ts othersNote)."""
+    """Other users' processes, where privacy shows them as one figure (format/table.ts othersNote)."""
     others = from_sample(gpu.get("others"))
     return printable(others_line(others, format_gib_or_mib)) if others and others.processes else None
 
@@ -196,7 +196,7 @@ def clock(t: float) -> str:
 
 
 def chart_labels(framework: str | None) -> dict[str, str]:
-    """The chart's trace names (format.ts chartLabels): tests/fixtures/chart/traces.json pins both."""
+    """The chart's trace names (format/chart.ts chartLabels): tests/fixtures/chart/traces.json pins both."""
     return {
         "own": "this kernel",
         "framework": f"{framework} in use" if framework else "framework in use",
@@ -207,10 +207,10 @@ def chart_labels(framework: str | None) -> dict[str, str]:
 
 
 def total_above(total_bytes: float) -> str:
-    """The chart's note where the device total lies above its scale (format.ts totalAbove)."""
+    """The chart's note where the device total lies above its scale (format/chart.ts totalAbove)."""
     return f"device total {format_gib_or_mib(total_bytes)} ↑"
 
 
 def mark_title(t: float, reason: str | None) -> str:
-    """An over-budget mark's hover (format.ts markTitle)."""
+    """An over-budget mark's hover (format/chart.ts markTitle)."""
     return f"Over budget from {clock(t)}: {printable(reason)}" if reason else f"Over budget from {clock(t)}"

@@ -43,7 +43,7 @@ __all__ = [
 PROTOCOL = 1
 TARGET = "jupyter_gpumem"  # the comm target the sidebar registers
 
-DEFAULT_INTERVAL_S = 1.0  # the sidebar's defaults too (labextension/src/protocol.ts)
+DEFAULT_INTERVAL_S = 1.0  # the sidebar's defaults too (labextension/src/wire/protocol.ts)
 DEFAULT_HISTORY_S = 900.0
 
 TABLE = ("processes", "others")  # what a sample says of processes; history keeps only the figures
