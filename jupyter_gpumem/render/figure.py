@@ -111,9 +111,9 @@ def figure(
 def _cells(
     fig: go.Figure, samples: list[Mapping[str, Any]], t: list[float], last: float, x0: float, x1: float, top: float
 ) -> None:
-    """Each notebook cell in view (the samples' ``cells``) as the live chart draws them (widgets/figure.ts): one trace, a
-    line along the top whose hover names the cell at each sample time ``t`` it spans, and its area a band behind
-    the lines."""
+    """Each notebook cell in view (the samples' ``cells``) as the live chart draws them (widgets/figure.ts): one
+    trace, a line along the top whose hover names the cell at each sample time ``t`` it spans, and its area a band
+    behind the lines."""
     from plotly.colors import hex_to_rgb
 
     cells: dict[float, Mapping[str, Any]] = {}
@@ -196,7 +196,8 @@ def _layout(gpu: Mapping[str, Any] | None, subtitle: str) -> dict[str, object]:
 
 def _plain(text: str) -> str:
     """Text from the kernel for plotly, which reads tags in titles and hovers (and follows links): escaped, so a
-    reason or a GPU name holding "<b>" or "<a href=...>" stays as written (widgets/figure.ts hoverText does the same)."""
+    reason or a GPU name holding "<b>" or "<a href=...>" stays as written (widgets/figure.ts hoverText does the
+    same)."""
     return html.escape(text, quote=False)
 
 
