@@ -135,7 +135,13 @@ def _read_notice(path: Path) -> Notice | None:
     notice = NOTICE.read(data, sender, log)
     if notice is None:
         return None
-    return {"kind": notice["kind"], "text": notice["text"], "t": notice["t"], "shutdown_at": notice["shutdown_at"]}
+    return {
+        "kind": notice["kind"],
+        "text": notice["text"],
+        "text_said": notice.get("text_said"),
+        "t": notice["t"],
+        "shutdown_at": notice["shutdown_at"],
+    }
 
 
 def _without_time(report: Report) -> Report:
