@@ -33,10 +33,9 @@ def produced() -> dict[str, set[frozenset[str]]]:
                 names = frozenset(k.arg for k in node.keywords if k.arg is not None)
                 found.setdefault(code.value, set()).add(names)
     # The hub page words the rows' times with codes of its own (a row's values, put in its words there).
-    for code in re.findall(r'code: "(\w+)"', (PACKAGE / "hub" / "page.html").read_text(encoding="utf-8")):
-        found.setdefault(code, set()).add(
-            frozenset({"since"} | ({"error"} if code == "not_answering_since" else set()))
-        )
+    page = (PACKAGE / "hub" / "page.html").read_text(encoding="utf-8")
+    for code, values in re.findall(r'\{code: "(\w+)", values: \{([^{}]*)\}\}', page):
+        found.setdefault(code, set()).add(frozenset(re.findall(r"(\w+):", values)))
     return found
 
 
