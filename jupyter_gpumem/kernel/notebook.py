@@ -11,7 +11,7 @@ from IPython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_gpumem.kernel.batched import batched
-from jupyter_gpumem.kernel.runtime import runtime
+from jupyter_gpumem.kernel.runtime import current, runtime
 from jupyter_gpumem.kernel.widget import GpuMemView
 from jupyter_gpumem.wire.comm import DEFAULT_HISTORY_S, DEFAULT_INTERVAL_S
 
@@ -49,7 +49,8 @@ def figure(gpu: int | str | None = None, window: str | float = "15min") -> go.Fi
     uuid; None: the GPU the views show first). For reports and export: ``fig.write_html("gpu.html")``. The
     kernel records from ``%load_ext jupyter_gpumem`` on, as much history as the sidebar keeps (15 min by
     default). Needs plotly: ``%pip install 'jupyter-gpumem[view]'``."""
-    return runtime().figure(gpu, window)
+    # The shell's config: a %load_ext after this reuses the runtime made here.
+    return runtime(get_ipython()).figure(gpu, window)
 
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
@@ -72,4 +73,6 @@ def _connect_sidebar(interval_s: float | None = None, history_s: float | None = 
 
 
 def unload_ipython_extension(ipython: InteractiveShell) -> None:
-    runtime(ipython).unload(ipython)
+    loaded = current()
+    if loaded is not None:
+        loaded.unload(ipython)

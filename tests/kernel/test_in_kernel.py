@@ -113,3 +113,14 @@ def test_unloading_takes_the_magic_away_and_loading_again_brings_it_back(kernel_
     assert "Line magic function `%gpumem` not found" in kernel.run("%unload_ext jupyter_gpumem\n%gpumem").stderr
     kernel.run("%load_ext jupyter_gpumem")
     assert "GeForce GTX 1080" in kernel.run("%gpumem").stdout
+
+
+def test_unloading_an_extension_never_loaded_starts_nothing(kernel_with):
+    kernel = kernel_with("s1_two_gpus")
+    code = (
+        "from jupyter_gpumem.kernel import notebook, runtime\n"
+        "notebook.unload_ipython_extension(get_ipython())\n"
+        "print(runtime.current())"
+    )
+    reply = kernel.run(code)
+    assert reply.status == "ok" and reply.stdout.strip() == "None", reply

@@ -156,3 +156,13 @@ def test_a_bad_ceiling_is_shown_once_by_a_load_ext_in_a_cell(hub_kernel, capfd):
     sentence = "JUPYTER_GPUMEM_MAX_FRACTION=half in the environment was ignored"
     assert (loaded.stdout + loaded.stderr).count(sentence) == 1, loaded
     assert capfd.readouterr().err.count(sentence) == 1
+
+
+def test_the_configured_ceiling_holds_when_a_figure_was_asked_for_before_load_ext(kernel_with, tmp_path):
+    env = profile_with(tmp_path, "c.InteractiveShellApp.extensions = []\nc.GpumemConfig.max_fraction = 0.5\n")
+    kernel = kernel_with("s1_two_gpus", env=env)
+    drawn = kernel.run("import jupyter_gpumem; jupyter_gpumem.figure()")
+    assert drawn.status == "ok", drawn
+    kernel.run("%load_ext jupyter_gpumem")
+    refused = kernel.run("%gpumem fraction=0.9")
+    assert "fraction=0.9 is above this server's ceiling of 0.5 of each GPU" in refused.stderr
