@@ -8,7 +8,9 @@ A value is a string (data, shown as it is: an error's text, a framework's name),
 before: ``*_bytes`` in whole MiB, ``*_s`` as a duration, unless the spec says ``size`` or ``clock``), another
 code with its values (worded in its place), or a list of these (``{name:or}`` joins them with the catalogue's
 ``join_or``, ``{name:and}`` with ``join_and``, ``{name:semicolon}`` with ``join_semicolon``). ``{name:clock}`` is a
-time of day, without seconds when the values' ``now`` is a minute or more before it.
+time of day, without seconds when the values' ``now`` is a minute or more before it. None is a size or MiB figure
+not known ("N/A"); anywhere else None, like any other value, has no words (TypeError), as the sidebar shows the
+sentence instead. A whole float reads as an integer: JSON does not tell them apart.
 """
 
 from __future__ import annotations
@@ -95,13 +97,19 @@ def _format(name: str, value: Any, spec: str | None, values: Mapping[str, Any], 
         return catalogue[f"join_{spec}"].join(_format(name, v, None, values, catalogue) for v in value)
     if spec == "size":
         return format_gib_or_mib(value)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        if value is None and (spec == "mib" or name.endswith("_bytes")):
+            return format_mib(value)
+        # The sidebar cannot word it either (format/words.ts): it would show the sentence instead.
+        raise TypeError(f"{name}: {value!r} has no words (a number, a string, a code or a list of these)")
     if spec == "clock":
         return clock(value, values.get("now"))
     if spec == "mib" or name.endswith("_bytes"):
         return format_mib(value)
     if name.endswith("_s"):
         return format_duration(value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    # JSON does not tell 1000000.0 from 1000000: the sidebar reads both as the one number.
+    return f"{value:g}" if isinstance(value, float) and not value.is_integer() else str(round(value))
 
 
 def clock(t: float, now: float | None = None) -> str:

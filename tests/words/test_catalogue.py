@@ -98,3 +98,22 @@ def test_the_sidebars_fixture_of_every_code_is_worded_by_this_catalogue():
         [sys.executable, str(script), "--check"], env={**os.environ, "TZ": "UTC"}, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_a_whole_float_reads_as_the_integer_the_sidebar_shows() -> None:
+    assert Said("no_answer_within", seconds=3000000.0) == "no answer within 3000000 s"
+    assert Said("no_answer_within", seconds=2.5) == "no answer within 2.5 s"
+
+
+def test_a_value_the_sidebar_cannot_word_is_refused_here_too_and_an_unknown_size_reads_na() -> None:
+    for code, values in (
+        ("no_answer_within", {"seconds": None}),
+        ("not_answering_since", {"since": None, "error": "timeout"}),
+        ("idle_warning", {"held_bytes": 1, "idle_s": None}),
+        ("own_matched", {"pid": True, "framework": "TensorFlow"}),
+    ):
+        with pytest.raises(TypeError):
+            Said(code, **values)  # type: ignore[arg-type]
+    assert Said("over_outside", outside_bytes=None, framework="JAX") == (  # type: ignore[arg-type]
+        "CUDA context + cuDNN/cuBLAS: N/A outside JAX's limit"
+    )
