@@ -22,6 +22,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 
 import { IKernelFollower, KernelFollower } from './model/follower';
 import { noticeText, panelTitle, uiText } from './format/panel';
+import { printable } from './format/printable';
 import { GpuMemPanel } from './widgets/panel';
 import { readSettings } from './wire/protocol';
 import { IServerKernels, ServerKernels } from './model/serverkernels';
@@ -63,7 +64,7 @@ const kernels: JupyterFrontEndPlugin<KernelFollower> = {
       const notebook = tracker.find(
         panel => panel.sessionContext.session?.kernel === kernel
       );
-      const where = notebook ? `${notebook.context.path}: ` : '';
+      const where = notebook ? `${printable(notebook.context.path)}: ` : '';
       Notification.warning(where + noticeText(notice, trans), {
         autoClose: false
       });

@@ -7,9 +7,10 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { markTitle } from '../../labextension/src/format/chart';
+import { chartLabels, markTitle } from '../../labextension/src/format/chart';
 import { MiB } from '../../labextension/src/format/number';
 import {
+  breakdown,
   budgetNote,
   noticeText,
   overLine,
@@ -19,6 +20,7 @@ import {
   viewLines
 } from '../../labextension/src/format/panel';
 import { ENGLISH, said, word } from '../../labextension/src/format/words';
+import { readServerBody } from '../../labextension/src/wire/api';
 import { parseMessage } from '../../labextension/src/wire/protocol';
 import type {
   Said,
@@ -58,22 +60,26 @@ test('every code the schema knows has words in the catalogue', () => {
   );
 });
 
-/** Every `x_said` with a code beside a sentence `x`, at any depth of a JSON document. */
-function saids(node: unknown, found: [Said, string][] = []): [Said, string][] {
+/** Every `x_said` (`xSaid`, as the readers give it) with a code beside a sentence `x`, at any depth. */
+function saids(
+  node: unknown,
+  suffix: '_said' | 'Said' = '_said',
+  found: [Said, string][] = []
+): [Said, string][] {
   if (Array.isArray(node)) {
-    node.forEach(item => saids(item, found));
+    node.forEach(item => saids(item, suffix, found));
   } else if (typeof node === 'object' && node !== null) {
     const object = node as Record<string, unknown>;
     for (const [key, value] of Object.entries(object)) {
-      const sentence = object[key.replace(/_said$/, '')];
+      const sentence = object[key.slice(0, -suffix.length)];
       if (
-        key.endsWith('_said') &&
+        key.endsWith(suffix) &&
         typeof sentence === 'string' &&
         typeof (value as Said | null)?.code === 'string'
       ) {
         found.push([value as Said, sentence]);
       }
-      saids(value, found);
+      saids(value, suffix, found);
     }
   }
   return found;
@@ -91,12 +97,12 @@ function jsonFiles(dir: string): string[] {
 }
 
 test('every code in the fixtures words to the sentence Python put beside it', () => {
-  const fixtures = ['protocol', 'golden', 'api', 'report', 'releases'].flatMap(
+  const files = ['protocol', 'golden', 'api', 'report', 'releases'].flatMap(
     dir => jsonFiles(join(ROOT, 'tests', 'fixtures', dir))
   );
   const codes = new Set<string>();
   let compared = 0;
-  for (const path of fixtures) {
+  for (const path of files) {
     for (const [code, sentence] of saids(
       JSON.parse(readFileSync(path, 'utf8'))
     )) {
@@ -115,6 +121,79 @@ test('every code in the fixtures words to the sentence Python put beside it', ()
   }
   assert.ok(compared >= 100, `only ${compared} codes in the fixtures`);
   assert.ok(codes.size >= 15, `only ${codes.size} different codes`);
+});
+
+const jsonIn = (...dirs: string[]) => {
+  const dir = join(ROOT, 'tests', 'fixtures', ...dirs);
+  return readdirSync(dir)
+    .filter(name => name.endsWith('.json') && name !== 'configure.json')
+    .sort()
+    .map(name => join(dir, name));
+};
+const read = (path: string): Record<string, unknown> =>
+  JSON.parse(readFileSync(path, 'utf8'));
+
+test('every code in the fixtures, read as the sidebar reads it, words to the sentence Python put beside it', () => {
+  const messages: [string, unknown][] = [
+    ...[...jsonIn('protocol'), ...jsonIn('releases', '0.2.0', 'protocol')].map(
+      (path): [string, unknown] => [path, parseMessage(read(path))]
+    ),
+    ...jsonIn('golden').map((path): [string, unknown] => [
+      path,
+      parseMessage(read(path).sample)
+    ]),
+    ...[...jsonIn('api'), ...jsonIn('releases', '0.2.0', 'api')].map(
+      (path): [string, unknown] => [path, readServerBody(read(path))]
+    )
+  ];
+  let compared = 0;
+  for (const [path, message] of messages) {
+    assert.notEqual(message, null, `${path} is not read`);
+    for (const [code, sentence] of saids(message, 'Said')) {
+      assert.equal(
+        word(code, trans),
+        sentence,
+        `${path}: ${JSON.stringify(code)}`
+      );
+      compared += 1;
+    }
+  }
+  assert.ok(compared >= 90, `only ${compared} codes in the fixtures`);
+});
+
+test('every code of the catalogue, sent by a kernel or a server, words as Python words it', () => {
+  const { cases } = read(
+    join(ROOT, 'tests', 'fixtures', 'words', 'every_code.json')
+  ) as { cases: { said: Said; words: string }[] };
+  const sample = read(
+    join(ROOT, 'tests', 'fixtures', 'protocol', 'sample.json')
+  );
+  const body = read(join(ROOT, 'tests', 'fixtures', 'api', 'body.json'));
+  for (const { said: code, words } of cases) {
+    const message = parseMessage({
+      ...sample,
+      sample: {
+        ...(sample.sample as object),
+        problem: words,
+        problem_said: code
+      }
+    }) as SampleMessage;
+    assert.equal(
+      word(message.sample.problemSaid as Said, trans),
+      words,
+      `the comm: ${JSON.stringify(code)}`
+    );
+    const served = readServerBody({
+      ...body,
+      problem: words,
+      problem_said: code
+    });
+    assert.equal(
+      word(served?.problemSaid as Said, trans),
+      words,
+      `the server's API: ${JSON.stringify(code)}`
+    );
+  }
 });
 
 test('every code of the catalogue words as Python words it: ties, sizes, times of day, lists, data', () => {
@@ -267,6 +346,56 @@ test('a value of hostile text stays text: no markup, no placeholder, no replacem
     line?.text,
     'Policy: fraction=0.5 — in force in Tensor\\u202eFlow\\n'
   );
+});
+
+test("the kernel's and the server's words are escaped on every surface: the mark's hover, the notice, the problem", () => {
+  const hostile = 'Py\u202eTorch\n[forged line]';
+  const escaped = 'Py\\u202eTorch\\n[forged line]';
+  const wire = fixture('sample.json') as { sample: Record<string, unknown> };
+  const message = parseMessage({
+    ...wire,
+    sample: {
+      ...wire.sample,
+      problem: 'an older sentence',
+      problem_said: { code: 'nvml_not_listing', values: { error: hostile } },
+      notice: {
+        kind: 'idle_warning',
+        text: `a newer server's notice about ${hostile}`,
+        text_said: { code: 'a_newer_code', values: {} },
+        t: 0,
+        shutdown_at: null
+      }
+    }
+  }) as SampleMessage;
+  const { sample } = message;
+  assert.equal(
+    problemLine(sample, trans),
+    `NVML could not list the GPUs (${escaped}). The kernel works as usual.`
+  );
+  assert.equal(
+    noticeText(sample.notice, trans),
+    `a newer server's notice about ${escaped}`
+  );
+  const mark = markTitle(
+    {
+      t: 0,
+      reason: 'x',
+      reasonSaid: {
+        code: 'over_outside',
+        values: { outside_bytes: 300 * MiB, framework: hostile }
+      }
+    },
+    trans
+  );
+  assert.ok(
+    mark.endsWith(
+      `: CUDA context + cuDNN/cuBLAS: 300 MiB outside ${escaped}'s limit`
+    ),
+    mark
+  );
+  assert.equal(chartLabels(hostile, trans).framework, `${escaped} in use`);
+  const split = String(breakdown(sample.gpus[1], hostile, trans));
+  assert.ok(split.startsWith(`${escaped} `), split);
 });
 
 test('a code this catalogue cannot word falls back to the sentence beside it', () => {

@@ -22,7 +22,7 @@ export function chartLabels(
   return {
     own: trans.__('this kernel'),
     framework: framework
-      ? trans.__('%1 in use', framework)
+      ? trans.__('%1 in use', printable(framework))
       : trans.__('framework in use'),
     others: trans.__('others'),
     budget: trans.__('budget'),
@@ -56,7 +56,7 @@ export function markTitle(
 ): string {
   const reason = said(sentence, reasonSaid, trans);
   return reason
-    ? trans.__('Over budget from %1: %2', clock(t, true), reason)
+    ? trans.__('Over budget from %1: %2', clock(t, true), printable(reason))
     : trans.__('Over budget from %1', clock(t, true));
 }
 

@@ -144,12 +144,15 @@ export function problemLine(
   sample: Pick<Sample, 'problem' | 'problemSaid'>,
   trans: Trans
 ): string | null {
-  return said(sample.problem, sample.problemSaid, trans);
+  const problem = said(sample.problem, sample.problemSaid, trans);
+  return problem && printable(problem);
 }
 
-/** The Jupyter server's notice to this kernel's user (an idle warning), worded from its code. */
+/** The Jupyter server's notice to this kernel's user (an idle warning), worded from its code: what the
+ * view, the toast and the status bar's tooltip show. */
 export function noticeText(notice: Notice | null, trans: Trans): string | null {
-  return notice && said(notice.text, notice.textSaid, trans);
+  const text = notice && said(notice.text, notice.textSaid, trans);
+  return text && printable(text);
 }
 
 /** Without a budget: "No budget set — TensorFlow takes nearly all the memory …" (the kernel's
@@ -338,7 +341,8 @@ export function breakdown(
     return null;
   }
   const source = sourceWords(gpu.overheadSource, trans);
-  const who = framework ?? trans.__('Allocator'); // several installed, none imported yet
+  // Null while several are installed and none is imported yet.
+  const who = framework === null ? trans.__('Allocator') : printable(framework);
   if (gpu.poolKnown && gpu.ownBytes !== null) {
     const outside = Math.max(0, gpu.ownBytes - gpu.poolBytes);
     return trans.__(

@@ -103,11 +103,8 @@ export class MemoryView {
       this._banner,
       simulatedBanner(latest?.simulated ?? null, this._trans)
     );
-    this._banner.title = latest?.simulated ?? '';
-    setLine(
-      this._notice,
-      printable(noticeText(latest?.notice ?? null, this._trans) ?? '')
-    );
+    this._banner.title = printable(latest?.simulated ?? '');
+    setLine(this._notice, noticeText(latest?.notice ?? null, this._trans));
     const stalled = latest ? stalledLine(latest, this._trans) : null;
     setLine(this._stalled, stalled);
     this.body.classList.toggle('jp-mod-stalled', stalled !== null);

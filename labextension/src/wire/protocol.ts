@@ -4,8 +4,9 @@
  * Kernel to sidebar: `hello` (the comm_open data: settings and the history to replay), then one
  * `sample` per interval. Sidebar to kernel: `configure`. The reference is the schema,
  * jupyter_gpumem/wire/schemas/comm.v1.json: a message is checked against it (schema.ts, validate.ts)
- * and anything it does not admit is dropped with one console warning. Its fields arrive in camelCase,
- * with the schema's defaults for those an older kernel leaves out (the types of types.ts, generated so); the fields of a newer kernel that this
+ * and anything it does not admit is dropped with one console warning. Its fields arrive in camelCase (a
+ * Said's values keep the catalogue's placeholder names: camelize.ts), with the schema's defaults for those
+ * an older kernel leaves out (the types of types.ts, generated so); the fields of a newer kernel that this
  * release does not know are left alone. A kernel of another protocol (another major release) is refused
  * with one sentence naming both releases and what to upgrade (`VersionError`, docs/protocol.md,
  * "Versioning and releases mixing"). Pure: no JupyterLab imports, so the unit tests run it in Node
