@@ -68,11 +68,11 @@ class Own:
 
     @property
     def because(self) -> str:
-        """The reason without where this kernel stands (UNTRANSLATED, UNLISTED), for text that said it already."""
-        for said in (UNTRANSLATED, UNLISTED):
-            if self.reason.startswith(said + ", and "):
-                return self.reason[len(said) + len(", and ") :]
-        return self.reason
+        """The reason without where this kernel stands (own_unknown's ``where``), for text that said it already:
+        why the figure is unknown, and the listed processes that could be this kernel's."""
+        if self.reason.code != "own_unknown":
+            return self.reason
+        return f"{self.reason.values['why']}{self.reason.values['candidates']}"
 
 
 def pid_stance(snapshot: Snapshot) -> PidStance | None:

@@ -12,7 +12,7 @@ from controller_fixtures import GPU_A, OWN, Framework, Machine, make
 from protocol_fixtures import container_sample, hidden_sample
 
 from jupyter_gpumem.budget import reading as budget
-from jupyter_gpumem.budget.attribution import APPEAR_S, Match, Matcher, attribute, listed, pid_stance
+from jupyter_gpumem.budget.attribution import APPEAR_S, Match, Matcher, Own, attribute, listed, pid_stance
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.policy import parse
@@ -24,6 +24,7 @@ from jupyter_gpumem.kernel.alerts import Alerts
 from jupyter_gpumem.render.explain import explain
 from jupyter_gpumem.render.text import render
 from jupyter_gpumem.units import GiB, MiB
+from jupyter_gpumem.words import Said
 
 __all__ = ["make"]  # the fixture
 
@@ -320,6 +321,14 @@ def test_each_unknown_figure_says_why_in_full():
     )
     no_pool_yet = figure(a10(proc(HOST_PID, 3000)), started=True, allocator=Allocator(0, 0, 0))  # nothing reserved
     assert no_pool_yet.reason.endswith(", and PyTorch holds no pool here yet")
+
+
+def test_the_status_says_why_an_unknown_figure_is_unknown_from_the_reasons_values_not_its_words():
+    reason = Said("own_unknown", where="in a pod", why=Said("own_no_pool", framework="JAX"), candidates="")
+    assert Own(None, "unknown", reason).because == "JAX holds no pool here yet"
+    unlisted = figure(a10(proc(HOST_PID, 3000)), started=True, allocator=Allocator(0, 0, 0))
+    assert unlisted.because == "PyTorch holds no pool here yet"
+    assert figure(a10(known=False)).because == "the driver does not list processes on this GPU"
 
 
 @pytest.mark.parametrize(
