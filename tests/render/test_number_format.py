@@ -141,6 +141,7 @@ def gpus(draw: st.DrawFn, index: int) -> dict[str, Any]:
         "pool_known": draw(st.booleans()),
         "overhead_bytes": overhead,
         "over_reason": None,
+        "over_reason_said": None,
         "processes": processes,
         "others": None if others is None else {"processes": others[0], "used_bytes": others[1], "users": []},
     }
