@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from jupyter_gpumem.budget.privacy import from_sample, others_line
 from jupyter_gpumem.gpu.reader import stalled_sentence
 from jupyter_gpumem.render.text import printable
 from jupyter_gpumem.units import (
+    Level,
     against_budget,
     budget_level,
     format_clock,
@@ -23,17 +24,14 @@ from jupyter_gpumem.units import (
     percent,
     whole_mib,
 )
-
-Level = Literal["ok", "warn", "error"]
-Gpu = Mapping[str, Any]  # a protocol gpu (wire.comm.Gpu), read only
-Sample = Mapping[str, Any]  # a protocol sample (wire.comm.Sample), read only
+from jupyter_gpumem.wire.comm import Sample, SampleGpu
 
 
-def gpu_key(gpu: Gpu) -> str:
+def gpu_key(gpu: Mapping[str, Any]) -> str:  # a sample's gpu, or one of history's samples
     return str(gpu["uuid"]) if gpu.get("uuid") else f"index {gpu['index']}"
 
 
-def choose_gpu(gpus: Sequence[Gpu], shown: str | None) -> str | None:
+def choose_gpu(gpus: Sequence[Mapping[str, Any]], shown: str | None) -> str | None:
     """The GPU shown: the one already shown while it is there; else the one with a budget, else the one
     this kernel uses, else the first (model/history.ts chooseGpu)."""
     keys = [gpu_key(g) for g in gpus]
@@ -57,8 +55,9 @@ def stalled_line(sample: Sample) -> str | None:
     return None if since is None else stalled_sentence(since, sample["t"], bool(sample["gpus"]))
 
 
-def device_line(gpu: Gpu) -> str:
-    name = printable(gpu["name"]) if gpu.get("name") is not None else None
+def device_line(gpu: SampleGpu) -> str:
+    named = gpu.get("name")
+    name = printable(named) if named is not None else None
     if gpu["lost"]:
         return f"GPU {gpu['index']}{'' if name is None else ' ' + name}: lost (fell off the bus; it needs a reset)"
     return (
@@ -67,7 +66,7 @@ def device_line(gpu: Gpu) -> str:
     )
 
 
-def headline(gpu: Gpu, sample: Sample) -> tuple[str, Level]:
+def headline(gpu: SampleGpu, sample: Sample) -> tuple[str, Level]:
     """ "3.1 of 4.0 GiB budget (78%)", in the warning colour from 90% and the error colour above."""
     own, budget = gpu.get("own_bytes"), gpu.get("budget_bytes")
     if gpu["lost"]:
@@ -87,24 +86,24 @@ def headline(gpu: Gpu, sample: Sample) -> tuple[str, Level]:
     return f"{figure} of {limit} {unit} budget ({', '.join([share, *unheld])})", budget_level(own, budget)
 
 
-def own_line(gpu: Gpu) -> tuple[str, Level] | None:
+def own_line(gpu: SampleGpu) -> tuple[str, Level] | None:
     """ "Exact: NVML lists this kernel's PID": how this kernel's figure is known, in the kernel's words after
     its label; None from a kernel that does not say (never a guess), or on a lost or hidden GPU."""
     source = gpu.get("own_source")
     if gpu["lost"] or gpu.get("hidden") or source is None:
         return None
-    label = source.capitalize()
-    text = f"{label}: {printable(gpu['own_reason'])}" if gpu.get("own_reason") else label
+    label, reason = source.capitalize(), gpu.get("own_reason")
+    text = f"{label}: {printable(reason)}" if reason else label
     return text, "warn" if source == "unknown" else "ok"
 
 
-def budget_note(gpu: Gpu, sample: Sample) -> str | None:
+def budget_note(gpu: SampleGpu, sample: Sample) -> str | None:
     if gpu["lost"] or gpu.get("hidden") or gpu.get("budget_bytes") is not None:
         return None
     return f"No budget set — {printable(sample.get('takes') or 'a framework takes its default amount when it starts')}"
 
 
-def limit_lines(gpu: Gpu, sample: Sample) -> str | None:
+def limit_lines(gpu: SampleGpu, sample: Sample) -> str | None:
     """What holds this kernel on the GPU, the memory the driver lists under no process, and the kernel's note
     on its limits: one line each."""
     lines = []
@@ -121,48 +120,57 @@ def limit_lines(gpu: Gpu, sample: Sample) -> str | None:
                 f"Not listed: {format_gib_or_mib(gpu['unlisted_bytes'])} the driver uses for processes it hides "
                 "(other containers’)"
             )
-    if sample.get("limit_note"):
-        lines.append(printable(sample["limit_note"]))
+    note = sample.get("limit_note")
+    if note:
+        lines.append(printable(note))
     return "\n".join(lines) or None
 
 
-def breakdown(gpu: Gpu, framework: str | None) -> str | None:
+def breakdown(gpu: SampleGpu, framework: str | None) -> str | None:
+    pool, aside, kind, own = (
+        gpu.get("pool_bytes"),
+        gpu.get("overhead_bytes"),
+        gpu.get("overhead_source"),
+        gpu.get("own_bytes"),
+    )
     if (
         gpu.get("hidden")
         or gpu["lost"]
         or gpu.get("budget_bytes") is None
-        or gpu.get("pool_bytes") is None
-        or gpu.get("overhead_bytes") is None
-        or gpu.get("overhead_source") is None
+        or pool is None
+        or aside is None
+        or kind is None
     ):
         return None
-    source = {"estimated": "estimated", "remembered": "measured by an earlier kernel", "measured": "measured"}[
-        gpu["overhead_source"]
-    ]
+    source = {"estimated": "estimated", "remembered": "measured by an earlier kernel", "measured": "measured"}[kind]
     who = framework or "Allocator"
-    if gpu.get("pool_known") and gpu.get("own_bytes") is not None:
-        outside = max(0, gpu["own_bytes"] - gpu["pool_bytes"])
+    if gpu.get("pool_known") and own is not None:
+        outside = max(0, own - pool)
         return (
-            f"{who} pool {format_gib_or_mib(gpu['pool_bytes'])} + {format_gib_or_mib(outside)} outside it ({source}) = "
-            f"{format_gib_or_mib(gpu['own_bytes'])}"
+            f"{who} pool {format_gib_or_mib(pool)} + {format_gib_or_mib(outside)} outside it ({source}) = "
+            f"{format_gib_or_mib(own)}"
         )
-    pool, aside = format_gib_or_mib(gpu["pool_bytes"]), format_gib_or_mib(gpu["overhead_bytes"])
-    return f"{who} limit {pool} + {aside} set aside for CUDA and libraries ({source})"
+    return (
+        f"{who} limit {format_gib_or_mib(pool)} + {format_gib_or_mib(aside)} set aside for CUDA and libraries "
+        f"({source})"
+    )
 
 
-def over_line(gpu: Gpu) -> str | None:
-    return f"Over budget: {printable(gpu['over_reason'])}" if gpu.get("over_reason") and not gpu.get("hidden") else None
+def over_line(gpu: SampleGpu) -> str | None:
+    reason = gpu.get("over_reason")
+    return f"Over budget: {printable(reason)}" if reason and not gpu.get("hidden") else None
 
 
 def policy_line(sample: Sample) -> tuple[str, Level] | None:
-    if sample.get("policy") is None:
+    said, note = sample.get("policy"), sample.get("policy_note")
+    if said is None:
         return None
-    policy, note = printable(sample["policy"]), sample.get("policy_note")
+    policy = printable(said)
     text = f"Policy: {policy} — {printable(note)}" if note else f"Policy: {policy}"
     return text, "warn" if sample.get("policy_state") == "not_in_force" else "ok"
 
 
-def process_note(gpu: Gpu) -> str | None:
+def process_note(gpu: SampleGpu) -> str | None:
     if gpu["lost"]:
         return "This GPU is lost: no figures until it is reset."
     if not gpu.get("processes_known", True):
@@ -170,7 +178,7 @@ def process_note(gpu: Gpu) -> str | None:
     return None
 
 
-def others_note(gpu: Gpu) -> str | None:
+def others_note(gpu: SampleGpu) -> str | None:
     """Other users' processes, where privacy shows them as one figure (format/table.ts othersNote)."""
     others = from_sample(gpu.get("others"))
     return printable(others_line(others, format_gib_or_mib)) if others and others.processes else None
