@@ -46,7 +46,7 @@ class ProtocolError(ValueError):
 
 def encode_sample(reading: Reading, notice: Notice | None = None, cells: list[CellSpan] | None = None) -> Sample:
     """One sample as JSON-ready data; ``notice``: what the server tells this kernel's user now, if anything
-    (publish.Publisher.notice); ``cells``: the cells to mark (cells.Recorder.spans), carried only when there are."""
+    (publish.Publisher.notice); ``cells``: the cells to mark (recorder.Recorder.spans), carried only when there are."""
     snapshot, state = reading.snapshot, reading.state
     plan = state.plan
     hidden = {d.uuid for d in plan.hidden} if plan else set()
