@@ -1,7 +1,8 @@
 """The package's layers (docs/architecture.md, [tool.importlinter] in pyproject.toml): rendering never imports
-the kernel runtime, the GPU layer imports nothing above it, the server and the hub never import the kernel,
-inside the kernel no part imports the Runtime that owns it or a part above it, and only gpu.nvml imports pynvml.
-Checked by import-linter on the real package, and shown to catch a planted violation in a copy of it."""
+the kernel runtime, the GPU layer imports nothing above it, the words only the wire and the units, the server and
+the hub never import the kernel, inside the kernel no part imports the Runtime that owns it or a part above it, and
+only gpu.nvml imports pynvml. Checked by import-linter on the real package, and shown to catch a planted violation
+in a copy of it."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def test_the_package_keeps_its_layers() -> None:
         ("gpu/host.py", "from jupyter_gpumem.budget import policy", "Layers"),
         ("server/handlers.py", "from jupyter_gpumem.kernel import publish", "Layers"),
         ("hub/rows.py", "from jupyter_gpumem.server import handlers", "Layers"),
+        ("words/__init__.py", "from jupyter_gpumem.gpu import model", "Layers"),
         ("render/html.py", "import pynvml", "pynvml"),
         ("kernel/advisor.py", "from jupyter_gpumem.kernel import stream", "Kernel parts"),
         ("kernel/control.py", "from jupyter_gpumem.kernel.runtime import runtime", "Kernel parts"),
