@@ -6,7 +6,8 @@
 //   which the sidebar names when it refuses a kernel of another protocol.
 // - types.ts: the TypeScript types of those shapes, by json-schema-to-typescript, each named after its schema's
 //   `title`. They are the values the readers give, not the JSON on the wire: protocol.ts and api.ts camelCase
-//   every key (camelize.ts) and fill in every absent property that has a `default` (validate.ts). So the types
+//   every key but a Said's values, the catalogue's placeholder names (camelize.ts), and fill in every absent
+//   property that has a `default` (validate.ts). So the types
 //   are generated from the schemas transformed alike: property names in camelCase, every property with a
 //   `default` required, and that default admitted by its type (`processes`: null where the kernel leaves it
 //   out). Configure is the one shape the sidebar writes rather than reads: it keeps the wire's names. Fields a
