@@ -168,13 +168,15 @@ def running_server(
     extensions: dict[str, bool] | None = None,
     arguments: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
+    base_url: str = "/",
 ) -> Iterator[Server]:
     """`jupyter server` on a free port with token TOKEN, reading the stand-in NVML and ``scenario_text``.
 
     Its kernels start with ``kernel_config`` as their ipython_kernel_config.py; the kernelspec "plain"
     starts one without it (so without jupyter_gpumem loaded). The jupyter-gpumem extension is enabled
     by the configuration its package installs; ``extensions`` overrides ServerApp.jpserver_extensions.
-    jupyter-resource-usage, where installed, is off unless ``extensions`` turns it on.
+    jupyter-resource-usage, where installed, is off unless ``extensions`` turns it on. ``base_url``: the
+    server's (as JupyterHub's /user/<name>/); the Server's url ends with it.
     """
     base.mkdir(parents=True, exist_ok=True)
     scenario = base / "active.scenario"
@@ -218,13 +220,14 @@ def running_server(
                     f"--IdentityProvider.token={TOKEN}",
                     f"--ServerApp.root_dir={base / 'root'}",
                     "--ServerApp.allow_root=True",
+                    f"--ServerApp.base_url={base_url}",
                     *arguments,
                 ],
                 env=server_env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        server = Server(f"http://127.0.0.1:{port}", base / "runtime", scenario)
+        server = Server(f"http://127.0.0.1:{port}{base_url.rstrip('/')}", base / "runtime", scenario)
         if _ready(server, process, timeout=60):
             break
         stop(process)

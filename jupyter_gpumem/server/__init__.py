@@ -1,5 +1,6 @@
 """The jupyter-gpumem Jupyter server extension: every kernel's GPU memory on the server's /metrics
-(Prometheus) and at /api/gpumem/v1 (JSON), without ever reading NVML on the event loop.
+(Prometheus) and at /api/gpumem/v1 (JSON), without ever reading NVML on the event loop; and the inline view's
+code at /jupyter-gpumem/static/, so that a view's widget state carries none (kernel/widget.py).
 
 Enabled on install (``jupyter-config/jupyter_server_config.d/jupyter_gpumem.json``); configured with
 ``c.GpumemServer``. docs/server.md.
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 from typing import Any
 
+from jupyter_server.base.handlers import FileFindHandler
 from jupyter_server.utils import url_path_join
 from prometheus_client import REGISTRY
 from tornado.ioloop import IOLoop
@@ -25,6 +28,11 @@ from jupyter_gpumem.server.handlers import PATH, GpumemHandler
 from jupyter_gpumem.server.metrics import GpumemCollector
 from jupyter_gpumem.server.watcher import Watcher
 from jupyter_gpumem.wire.report import HEARTBEAT_S
+
+# The inline view's module, its plotly chunk and styles (jlpm build:inline), for the view's loader
+# (labextension/src/widgets/loader.ts ROUTE), under the server's base URL.
+STATIC_PATH = "jupyter-gpumem/static"
+STATIC = Path(__file__).parents[1] / "static"
 
 # The running extension: one per process, as prometheus_client's default registry is.
 _running: tuple[Watcher, GpumemCollector] | None = None
@@ -127,8 +135,15 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         REGISTRY.unregister(_running[1])
     REGISTRY.register(collector)
     _running = watcher, collector
-    route = url_path_join(serverapp.web_app.settings["base_url"], PATH)
-    serverapp.web_app.add_handlers(".*$", [(route, GpumemHandler, {"latest": lambda: watcher.published.body})])
+    base_url = serverapp.web_app.settings["base_url"]
+    route = url_path_join(base_url, PATH)
+    serverapp.web_app.add_handlers(
+        ".*$",
+        [
+            (route, GpumemHandler, {"latest": lambda: watcher.published.body}),
+            (url_path_join(base_url, STATIC_PATH, "(.*)"), FileFindHandler, {"path": [str(STATIC)]}),
+        ],
+    )
     watcher.start()
     serverapp.log.info(
         "jupyter-gpumem: GPU memory per kernel on /metrics and %s, read every %g s", route, settings.interval_s

@@ -3,7 +3,9 @@
  * - `jupyter-gpumem:plugin`: the followed kernels (follower.ts) and the settings (schema/plugin.json);
  * - `jupyter-gpumem:server-kernels`: every kernel of the server and its GPU memory (the server's API);
  * - `jupyter-gpumem:sidebar`: the "GPU Memory" side panel (right, restored), its palette command;
- * - `jupyter-gpumem:status-bar`: the status-bar item, where there is a status bar.
+ * - `jupyter-gpumem:status-bar`: the status-bar item, where there is a status bar;
+ * - `jupyter-gpumem:inline`: the inline view's module (`%gpumem show`), offered to its loader so that a view
+ *   in this page takes it from here, plotly in the same chunk as the sidebar's (loader.ts).
  * Only INotebookTracker is required; the shell is used through JupyterFrontEnd's own API, so the
  * same plugins fit other Jupyter frontends (Notebook 7's right panel, no status bar).
  */
@@ -27,6 +29,8 @@ import { GpuMemPanel } from './widgets/panel';
 import { readSettings } from './wire/protocol';
 import { IServerKernels, ServerKernels } from './model/serverkernels';
 import { GpuMemStatus } from './widgets/statusbar';
+import inlineView from './widgets/inline';
+import { LABEXTENSION_KEY } from './widgets/loader';
 
 const PLUGIN_ID = 'jupyter-gpumem:plugin';
 const COMMAND = 'jupyter-gpumem:open';
@@ -190,4 +194,14 @@ const statusBar: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [kernels, serverKernels, sidebar, statusBar];
+const inline: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-gpumem:inline',
+  description:
+    "The inline view's module, for its loader: no second copy of it or of plotly in the page.",
+  autoStart: true,
+  activate: () => {
+    (globalThis as Record<symbol, unknown>)[LABEXTENSION_KEY] = inlineView;
+  }
+};
+
+export default [kernels, serverKernels, sidebar, statusBar, inline];

@@ -130,6 +130,16 @@ class Widgets:
             and m["content"]["data"].get("method") == "custom"
         ]
 
+    def buffers(self, comm_id: str, kind: str) -> list[list[bytes]]:
+        """The binary buffers of each custom message of this ``type`` the kernel sent the view."""
+        return [
+            [bytes(b) for b in m["buffers"]]
+            for m in self.kernel.passed
+            if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == comm_id
+            and m["content"]["data"].get("content", {}).get("type") == kind
+        ]
+
     def samples(self, comm_id: str) -> list[dict[str, Any]]:
         return [m["sample"] for m in self.messages(comm_id) if m.get("type") == "sample"]
 
@@ -178,8 +188,16 @@ def test_gpumem_show_displays_the_live_view_with_a_still_picture_beside_it(kerne
     assert widgets.views() == [data[WIDGET_VIEW]["model_id"]]
     [view] = widgets.views()
     state = widgets.opened()[view]
-    assert state["_esm"] == (STATIC / "inline.js").read_text()  # the sidebar's rendering, bundled
-    assert ".jp-GpuMem-headline" in state["_css"]  # and its styles, for frontends without the labextension
+    # The state carries the loader, never the module: a notebook saved with its widget state stays light.
+    assert state["_esm"] == (STATIC / "loader.js").read_text() and len(state["_esm"]) < 4096
+    assert not state.get("_css")
+    # The loader found the module neither in the page nor on the server: the kernel sends it, in one file, with
+    # its styles, as binary buffers beside the message.
+    widgets.ask(view, {"type": "module"})
+    drain(kernel, 1.5)
+    [[esm, css]] = widgets.buffers(view, "module")
+    assert esm == (STATIC / "inline.bundle.js").read_bytes() and len(esm) > 1_000_000  # plotly inside
+    assert b".jp-GpuMem-headline" in css
     # The show cell did not wait for the sampler: samples follow, each a protocol message the sidebar reads.
     drain(kernel, 3)
     samples = widgets.samples(view)

@@ -232,12 +232,17 @@ def write_kernelspecs(share: Path) -> None:
 
 @contextmanager
 def running_lab(
-    base: Path, scenario_text: str, app: str = "jupyterlab", disabled: tuple[str, ...] = ()
+    base: Path,
+    scenario_text: str,
+    app: str = "jupyterlab",
+    disabled: tuple[str, ...] = (),
+    server_disabled: tuple[str, ...] = (),
 ) -> Iterator[Lab]:
     """`jupyter lab` on a free port, its files under ``base``; its kernels read the stand-in NVML
     (this process's LD_LIBRARY_PATH) and a scenario file of their own. ``app="notebook"``: Notebook 7
     instead; ``disabled``: labextensions this server does not load (as `jupyter labextension disable`
-    would, in a configuration directory of its own)."""
+    would, in a configuration directory of its own); ``server_disabled``: server extensions it does not load
+    (as `jupyter server extension disable` would there)."""
     root = base / "notebooks"
     root.mkdir()
     scenario = base / "active.scenario"
@@ -255,6 +260,9 @@ def running_lab(
     (config / "labconfig").mkdir(parents=True)
     (config / "labconfig" / "page_config.json").write_text(
         json.dumps({"disabledExtensions": dict.fromkeys(disabled, True)})
+    )
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": dict.fromkeys(server_disabled, False)}})
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_"))}
     env.update(

@@ -102,31 +102,86 @@ def check_inline_view(page: Page, lab: Lab, name: str, screenshot: str) -> None:
     live = page.locator(".jp-GpuMem-inline .jp-GpuMem-headline")
     expect(live).to_contain_text("7.8 of 20.0 GiB budget", timeout=8_000)
     expect(still.locator(".gtitle")).to_contain_text("5.9 of 20.0 GiB budget")  # it stays still
-    # Scrolled out of view, the live view's chart does no work while its samples come; back in view it draws
-    # them (plotly's redraws counted).
+    # Scrolled out of view, the live view does nothing while its samples come (no change in its DOM, no redraw
+    # of its chart); back in view it draws them.
     plot = "document.querySelector('.jp-GpuMem-inline .jp-GpuMem-plot')"
     page.set_viewport_size({"width": 1400, "height": 320})
     page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(0).scroll_into_view_if_needed()
     page.wait_for_function(f"() => {plot}.getBoundingClientRect().top > innerHeight")
     page.wait_for_timeout(500)
-    page.evaluate(f"() => {{ const gd = {plot}; gd.draws = 0; gd.on('plotly_afterplot', () => gd.draws++); }}")
+    page.evaluate(
+        f"""() => {{
+          const gd = {plot}; gd.draws = 0; gd.on('plotly_afterplot', () => gd.draws++);
+          window.viewChanges = 0;
+          new MutationObserver(m => {{ window.viewChanges += m.length; }})
+            .observe(document.querySelector('.jp-GpuMem-inline'), {{ subtree: true, childList: true,
+              characterData: true, attributes: true }});
+        }}"""
+    )
     shown = page.locator(".jp-GpuMem-inline .jp-GpuMem-live").text_content()
     page.wait_for_timeout(3_000)
-    assert page.locator(".jp-GpuMem-inline .jp-GpuMem-live").text_content() != shown  # samples came
-    assert page.evaluate(f"() => {plot}.draws") == 0
+    assert page.evaluate(f"() => [{plot}.draws, window.viewChanges]") == [0, 0]
     page.locator(".jp-GpuMem-inline .jp-GpuMem-chart").scroll_into_view_if_needed()
     page.wait_for_function(f"() => {plot}.draws > 0")
+    assert page.locator(".jp-GpuMem-inline .jp-GpuMem-live").text_content() != shown  # the samples that came
     page.set_viewport_size({"width": 1400, "height": 900})
 
 
+@pytest.fixture(scope="module")
+def kernel_only_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab with neither jupyter-gpumem's labextension nor its server extension: as VS Code or Colab, only
+    the kernel has the view's code."""
+    scenario = (SCENARIOS / "sidebar.scenario").read_text()
+    with running_lab(
+        tmp_path_factory.mktemp("kernel-only"),
+        scenario,
+        disabled=("jupyter-gpumem",),
+        server_disabled=("jupyter_gpumem.server",),
+    ) as lab:
+        yield lab
+
+
+def fetched(page: Page) -> list[str]:
+    """The paths of the inline view's files the page fetches from now on (the server extension's static route)."""
+    paths: list[str] = []
+    route = re.compile(r"^https?://[^/]+(/jupyter-gpumem/static/\S*)")
+    page.on("request", lambda request: paths.extend(route.findall(request.url)))
+    return paths
+
+
 def test_inline_view_in_jupyterlab_with_the_labextension(page: Page, lab: Lab) -> None:
+    """The view's module and plotly come from the labextension the page already has: nothing fetched for it."""
+    paths = fetched(page)
     check_inline_view(page, lab, "inline.ipynb", "inline-view-light.png")
     expect(page.locator('.jp-SideBar [data-id="jupyter-gpumem-panel"]')).to_have_count(1)
+    assert paths == []
+    expect(page.locator(".jp-GpuMem-source")).to_have_count(0)
 
 
 def test_inline_view_in_jupyterlab_without_the_labextension(page: Page, bare_lab: Lab) -> None:
+    """The module from the server extension's static route, once for both views: the entry, plotly's chunk and
+    the styles."""
+    paths = fetched(page)
     check_inline_view(page, bare_lab, "bare.ipynb", "inline-view-without-labextension.png")
     expect(page.locator('.jp-SideBar [data-id="jupyter-gpumem-panel"]')).to_have_count(0)  # really without it
+    assert sorted(re.sub(r"(\?v=.*|-[0-9A-Z]{8}\.js)$", "", p) for p in paths) == [
+        "/jupyter-gpumem/static/base.css",
+        "/jupyter-gpumem/static/chunk",
+        "/jupyter-gpumem/static/inline.js",
+        "/jupyter-gpumem/static/plotly-basic.min",
+    ]
+    expect(page.locator(".jp-GpuMem-source")).to_have_count(0)
+
+
+def test_inline_view_with_only_the_kernel_says_what_its_code_costs(page: Page, kernel_only_lab: Lab) -> None:
+    """No route to the module: one 404, then the kernel sends it over the view's comm, once for the page; the
+    view works as well and says what that cost."""
+    paths = fetched(page)
+    check_inline_view(page, kernel_only_lab, "kernel.ipynb", "inline-view-kernel-only.png")
+    assert [p.split("?")[0] for p in paths] == ["/jupyter-gpumem/static/inline.js"]  # tried once, not found
+    expect(page.locator(".jp-GpuMem-source")).to_have_text(
+        re.compile(r"^view code from the kernel: 1\.\d MB a page \(no jupyter-gpumem server extension here\)$")
+    )
 
 
 def test_rich_status_is_a_table_with_this_kernel_marked_and_the_hostile_name_as_text(page: Page, lab: Lab) -> None:

@@ -1,7 +1,8 @@
 /**
- * The inline live view (`%gpumem show`): an anywidget module, bundled on its own
- * (jupyter_gpumem/static/inline.js) so that it runs in any frontend that shows ipywidgets, with or
- * without this package's labextension: JupyterLab, Notebook 7, VS Code.
+ * The inline live view (`%gpumem show`): an anywidget module, found by the view's loader (loader.ts)
+ * in this package's labextension, else at the server extension's static route (static/inline.js,
+ * plotly in a chunk beside it), else sent by the kernel (static/inline.bundle.js, one file), so that it
+ * runs in any frontend that shows ipywidgets: JupyterLab, Notebook 7, VS Code.
  *
  * It shows what the sidebar shows, with the sidebar's own code (view.ts: headline, chart, table):
  * the kernel sends the comm protocol's messages (docs/protocol.md) over the widget's comm, a
@@ -20,6 +21,7 @@ import {
   receive
 } from '../wire/protocol';
 import type { Sample } from '../wire/types';
+import type { ISource } from './loader';
 import { MemoryView, chooseIn } from './view';
 
 /** The part of an anywidget model this view uses. */
@@ -98,7 +100,25 @@ function streamOf(model: IModel): Stream {
   return stream;
 }
 
-function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
+/** What the module cost the notebook's connection, where it came from the kernel. */
+function sourceLine(source: ISource | undefined): string | null {
+  return source?.how === 'kernel'
+    ? trans.__(
+        'view code from the kernel: %1 MB a page (no jupyter-gpumem server extension here)',
+        (source.bytes / 1e6).toFixed(1)
+      )
+    : null;
+}
+
+function render({
+  model,
+  el,
+  source
+}: {
+  model: IModel;
+  el: HTMLElement;
+  source?: ISource;
+}): () => void {
   const stream = streamOf(model);
   const root = document.createElement('div');
   root.className = 'jp-GpuMem jp-GpuMem-inline';
@@ -107,14 +127,26 @@ function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
   content.className = 'jp-GpuMem-content';
   root.appendChild(content);
   let frame = 0;
+  // Scrolled out of view (or in a collapsed output), the view does nothing: the samples wait in the stream's
+  // history and the view draws once when it shows again.
+  let onScreen = true;
+  let stale = false;
   const schedule = () => {
-    if (!frame) {
+    stale = !onScreen;
+    if (!frame && onScreen) {
       frame = requestAnimationFrame(() => {
         frame = 0;
         draw();
       });
     }
   };
+  const seen = new IntersectionObserver(entries => {
+    onScreen = entries[entries.length - 1].isIntersecting;
+    if (onScreen && stale) {
+      schedule();
+    }
+  });
+  seen.observe(root);
   const view = new MemoryView(content, trans, schedule);
   const status = document.createElement('div');
   status.className = 'jp-GpuMem-status';
@@ -142,6 +174,13 @@ function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
   const live = document.createElement('span');
   live.className = 'jp-GpuMem-live';
   footer.appendChild(live);
+  const cost = sourceLine(source);
+  if (cost) {
+    const note = document.createElement('div');
+    note.className = 'jp-GpuMem-source';
+    note.textContent = cost;
+    content.appendChild(note);
+  }
 
   function draw(): void {
     const start = performance.now();
@@ -199,6 +238,7 @@ function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
   draw();
   return () => {
     unlisten();
+    seen.disconnect();
     if (frame) {
       cancelAnimationFrame(frame);
     }
