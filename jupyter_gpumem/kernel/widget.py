@@ -33,7 +33,7 @@ import anywidget
 from IPython.display import DisplayHandle, display
 
 from jupyter_gpumem.kernel import protocol
-from jupyter_gpumem.render import figure, html, viewtext
+from jupyter_gpumem.render import figure, html, still, viewtext
 from jupyter_gpumem.wire.comm import Sample, SampleGpu
 
 log = logging.getLogger("jupyter_gpumem")
@@ -131,16 +131,19 @@ class GpuMemView(anywidget.AnyWidget):
             bundle["text/html"] = snapshot_html(latest, gpu)
             return bundle
         replay = self._replay
+        recorded, index = replay.history(), None if gpu is None else gpu["index"]
+        # The chart as a small SVG in the still HTML too: what HTML exports and GitHub show (text/html
+        # outranks plotly's mimetype there), and a frontend without plotly's renderer.
+        chart_svg = still.svg(recorded, index, replay.history_s) if gpu is not None else None
         try:
             words = ([viewtext.headline(gpu, latest)[0]] if gpu is not None and latest is not None else []) + (
                 [f"stopped at {stopped}"] if stopped else []
             )
-            index = None if gpu is None else gpu["index"]
-            chart = figure.figure(replay.history(), index, replay.history_s, " · ".join(words))
+            chart = figure.figure(recorded, index, replay.history_s, " · ".join(words))
         except ImportError as error:
-            bundle["text/html"] = snapshot_html(latest, gpu, stopped, note=str(error))
+            bundle["text/html"] = snapshot_html(latest, gpu, stopped, note=str(error), chart=chart_svg)
             return bundle
-        bundle["text/html"] = snapshot_html(latest, gpu, stopped)
+        bundle["text/html"] = snapshot_html(latest, gpu, stopped, chart=chart_svg)
         return {**figure.bundle(chart), **bundle}
 
     @property
@@ -188,8 +191,13 @@ def snapshot_text(sample: Sample | None, gpu: SampleGpu | None) -> str:
 
 
 def snapshot_html(
-    sample: Sample | None, gpu: SampleGpu | None, stopped: str | None = None, note: str | None = None
+    sample: Sample | None,
+    gpu: SampleGpu | None,
+    stopped: str | None = None,
+    note: str | None = None,
+    chart: str | None = None,
 ) -> str:
-    """The view as still HTML (no chart: that is the plotly figure beside it): what nbconvert, GitHub and a
-    frontend without widgets or plotly show; ``stopped``: the time the view was closed."""
-    return html.render("view.html.j2", sample=sample, gpu=gpu, chart_note=note, stopped=stopped)
+    """The view as still HTML: what nbconvert, GitHub and a frontend without widgets or plotly show;
+    ``stopped``: the time the view was closed; ``chart``: the recorded chart as an SVG (render/still.py),
+    drawn where the live view has its chart."""
+    return html.render("view.html.j2", sample=sample, gpu=gpu, chart_note=note, stopped=stopped, chart=chart)
