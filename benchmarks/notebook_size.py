@@ -78,9 +78,7 @@ print(len(st.views), "views open")"""
 def notebook(views: int, history: int) -> Any:
     import nbformat
 
-    setup = SETUP.format(
-        budget=BUDGET_MIB, total=TOTAL_MIB, others=sum(m for _, m in OTHERS), gpu=GPU, history=history
-    )
+    setup = SETUP.format(budget=BUDGET_MIB, total=TOTAL_MIB, others=sum(m for _, m in OTHERS), gpu=GPU, history=history)
     cells = [setup, *["%gpumem show"] * views, STOP]
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]

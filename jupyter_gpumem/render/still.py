@@ -29,15 +29,15 @@ DASHES = {"solid": None, "dot": "2 3", "dash": "6 4"}
 TIME_STEPS_S = (10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 
 
-def svg(samples: Iterable[Mapping[str, Any]], gpu: int | str | None = None, window_s: float = 900.0) -> str:
-    """The samples' last ``window_s`` on one GPU (as figure.figure takes them) as an ``<svg>`` element; with
-    nothing to draw, a line of text saying why (figure.plot's sentence)."""
+def svg(samples: Iterable[Mapping[str, Any]], gpu: int | str | None = None, window_s: float = 900.0) -> str | None:
+    """The samples' last ``window_s`` on one GPU (as figure.figure takes them) as an ``<svg>`` element; None
+    with nothing to draw (fewer than two samples, a lost GPU: the still HTML's header says so already)."""
     return draw(plot(samples, gpu, window_s, points=WIDTH - LEFT - RIGHT))
 
 
-def draw(drawn: Plot) -> str:
+def draw(drawn: Plot) -> str | None:
     if drawn.empty is not None:
-        return f'<div class="jp-GpuMem-status">{escape(drawn.empty)}</div>'
+        return None
     unit, size = drawn.unit
     shown = drawn.shown()
     scale = _Scale(drawn)
