@@ -1,0 +1,125 @@
+"""The largest batch that fits, from measured (batch size, peak) points: the line, whether the points are on
+it, the largest n under a limit, and which size to measure next (never one the points predict will not fit)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jupyter_gpumem.budget.batchfit import FLOOR_BYTES, Fit, fit, largest_under, next_size
+from jupyter_gpumem.units import GiB, MiB
+
+
+def test_points_on_a_line_give_its_fixed_part_and_slope():
+    line = fit([(2, 500 * MiB + 2 * 3 * MiB), (4, 500 * MiB + 4 * 3 * MiB), (8, 500 * MiB + 8 * 3 * MiB)])
+    assert line.linear
+    assert line.fixed == pytest.approx(500 * MiB)
+    assert line.per_sample == pytest.approx(3 * MiB)
+    assert line.worst_residual == pytest.approx(0, abs=1e-9)
+
+
+def test_a_point_off_the_line_by_more_than_five_percent_and_a_mib_is_not_linear():
+    square = [(n, 100 * MiB + n * n * 2 * MiB) for n in (2, 4, 8, 16)]
+    line = fit(square)
+    assert not line.linear
+    assert line.worst_residual > 0.05
+    # The conservative line: through the largest point, at least as steep as the last two points' slope.
+    assert line.peak(16) == pytest.approx(100 * MiB + 256 * 2 * MiB)
+    assert line.per_sample >= (square[3][1] - square[2][1]) / 8
+
+
+def test_small_wobbles_within_the_tolerance_keep_the_line():
+    wobbly = [(2, 200 * MiB), (4, 210 * MiB + MiB // 2), (8, 230 * MiB), (16, 270 * MiB - MiB // 2)]
+    assert fit(wobbly).linear
+
+
+def test_the_tolerance_has_a_floor_of_a_mib_for_small_peaks():
+    # 0.9 MiB off on peaks of a few MiB: far more than 5%, less than the floor.
+    assert fit([(2, 2 * MiB), (4, 4 * MiB + 900 * 1024), (8, 8 * MiB)]).linear
+    assert not fit([(2, 2 * MiB), (4, 4 * MiB + 3 * FLOOR_BYTES), (8, 8 * MiB)]).linear
+
+
+def test_two_points_make_a_line_nothing_checks():
+    line = fit([(2, 10 * MiB), (4, 14 * MiB)])
+    assert not line.linear
+    assert (line.fixed, line.per_sample) == pytest.approx((6 * MiB, 2 * MiB))
+
+
+def test_one_point_counts_all_of_its_peak_as_growing_with_n():
+    line = fit([(4, 40 * MiB)])
+    assert (line.fixed, line.per_sample, line.linear) == (0, 10 * MiB, False)
+
+
+def test_no_points_or_impossible_ones_are_programming_errors():
+    with pytest.raises(ValueError, match="no measured points"):
+        fit([])
+    with pytest.raises(ValueError, match="size of at least 1"):
+        fit([(0, 5)])
+
+
+def test_largest_under_the_limit_less_the_margin():
+    line = Fit(fixed=500 * MiB, per_sample=3 * MiB, linear=True, worst_residual=0.0)
+    # 500 + 3n <= 1000 - 10  ->  n <= 163.33
+    assert largest_under(line, 1000 * MiB, 10 * MiB) == 163
+    assert largest_under(line, 1000 * MiB, 10 * MiB, at_most=100) == 100
+    assert largest_under(line, 500 * MiB + 3 * MiB, 0) == 1  # exactly on the limit fits
+    assert largest_under(line, 500 * MiB + 3 * MiB - 1, 0) == 0
+    assert largest_under(line, 400 * MiB, 0) == 0  # not even the fixed part fits
+
+
+def test_a_peak_that_does_not_grow_sets_no_bound_and_says_so():
+    flat = Fit(fixed=100 * MiB, per_sample=0.0, linear=True, worst_residual=0.0)
+    assert largest_under(flat, GiB, 0, at_most=10000) == 10000
+    assert largest_under(flat, 50 * MiB, 0, at_most=10000) == 0
+    with pytest.raises(ValueError, match="does not grow with the batch size"):
+        largest_under(flat, GiB, 0)
+
+
+@given(
+    fixed=st.integers(0, 8 * GiB),
+    per_sample=st.integers(1, 64 * MiB),
+    limit=st.integers(0, 16 * GiB),
+    margin=st.integers(0, GiB),
+)
+def test_the_answer_fits_and_one_more_does_not(fixed, per_sample, limit, margin):
+    line = Fit(float(fixed), float(per_sample), True, 0.0)
+    n = largest_under(line, limit, margin)
+    assert n >= 0
+    if n > 0:
+        assert fixed + per_sample * n <= limit - margin
+    assert fixed + per_sample * (n + 1) > limit - margin
+
+
+@given(
+    fixed=st.integers(0, 4 * GiB),
+    per_sample=st.integers(1, 64 * MiB),
+    limit=st.integers(1, 16 * GiB),
+)
+def test_measuring_never_offers_a_size_the_points_predict_will_not_fit(fixed, per_sample, limit):
+    points: list[tuple[int, int]] = []
+    margin = limit // 20
+    while (n := next_size(points, (2, 4, 8, 16), limit, margin)) is not None:
+        if points:
+            assert fit(points).peak(n) <= limit - margin
+        points.append((n, fixed + per_sample * n))
+    if len(points) >= 3:
+        line = fit(points)
+        assert line.linear and line.per_sample == pytest.approx(per_sample, rel=1e-6, abs=1e-3)
+
+
+def test_the_first_size_is_measured_only_where_there_is_room():
+    assert next_size([], (2, 4, 8, 16), 10 * MiB, MiB) == 2
+    assert next_size([], (2, 4, 8, 16), MiB, MiB) is None
+    assert next_size([], (16, 4), GiB, 0) == 4
+
+
+def test_after_a_step_past_the_room_nothing_larger_is_run():
+    assert next_size([(2, 10 * MiB), (4, 30 * MiB)], (2, 4, 8), 25 * MiB, 0) is None
+
+
+def test_the_next_size_stops_where_the_line_leaves_the_room():
+    points = [(2, 100 * MiB + 20 * MiB), (4, 100 * MiB + 40 * MiB)]  # 10 MiB a sample
+    assert next_size(points, (2, 4, 8, 16), 200 * MiB, 0) == 8  # 180 MiB predicted
+    assert next_size(points, (2, 4, 8, 16), 179 * MiB, 0) is None
+    assert next_size([*points, (8, 180 * MiB)], (2, 4, 8, 16), 250 * MiB, 0) is None  # 260 MiB at 16
