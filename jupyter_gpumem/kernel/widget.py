@@ -1,12 +1,18 @@
 """The inline live view: `%gpumem show` and ``jupyter_gpumem.show()``.
 
 The sidebar's view in a cell's output, for every frontend that shows ipywidgets (JupyterLab with or
-without this package's labextension, Notebook 7, VS Code): an anywidget whose module is the sidebar's
-own rendering (labextension/src/widgets/inline.ts, bundled into static/inline.js by ``jlpm build:inline``), so
-the headline against the budget, the chart (this kernel, its framework's in-use bytes, the others, the
-budget line, the device total, the over-budget marks) and the process table say exactly what the sidebar
-says. The kernel sends it the comm protocol's messages (docs/protocol.md): a ``sample`` per interval,
-and a ``hello`` with the history when the module asks for one (``replay``).
+without this package's labextension, Notebook 7, VS Code): an anywidget running the sidebar's own rendering
+(labextension/src/widgets/inline.ts), so the headline against the budget, the chart (this kernel, its
+framework's in-use bytes, the others, the budget line, the device total, the over-budget marks) and the
+process table say exactly what the sidebar says. The kernel sends it the comm protocol's messages
+(docs/protocol.md): a ``sample`` per interval, and a ``hello`` with the history when the module asks for one
+(``replay``).
+
+The widget's state carries no code but a loader (static/loader.js, about 2 KB, from loader.ts): it takes the
+module once per page from this package's labextension where the page has it, else from the server extension's
+static route, else from the kernel, which sends static/inline.bundle.js over the comm when asked (``module``).
+So a notebook with views, saved with its widget state, holds no copy of the module (docs/sidebar.md, "The
+inline view's code").
 
 Threads (docs/architecture.md): the widget is created, displayed and closed on the main thread; the
 kernel's one sampler thread (stream.py) hands each sample to every open view, which sends it on its comm:
@@ -50,6 +56,11 @@ def _static(name: str, missing: str) -> str:
     return path.read_text() if path.exists() else missing
 
 
+def _module() -> list[bytes]:
+    """The view's module in one file and its styles, for a loader that found them nowhere else."""
+    return [(STATIC / "inline.bundle.js").read_bytes(), (STATIC / "base.css").read_bytes()]
+
+
 class Replay(Protocol):
     """What a view asks of the kernel's sampler: the history it replays, and its settings."""
 
@@ -62,8 +73,7 @@ class Replay(Protocol):
 class GpuMemView(anywidget.AnyWidget):
     """This kernel's GPU memory, live, in a cell's output. Made by ``jupyter_gpumem.show()``."""
 
-    _esm = _static("inline.js", NOT_BUILT)
-    _css = _static("base.css", "")
+    _esm = _static("loader.js", NOT_BUILT)
 
     def __init__(self, replay: Replay, latest: Sample | None, closing: Callable[[GpuMemView], None]):
         """``closing(view)``: the view stops being fed (Stream.remove_view)."""
@@ -92,10 +102,13 @@ class GpuMemView(anywidget.AnyWidget):
     # -- the browser's requests (the main thread) -------------------------------------------------------
 
     def _on_msg(self, widget: object, content: object, buffers: object) -> None:
-        """``replay``: the module (just loaded, or loaded again) asks for the history; ``stop``: its Stop
-        button. Anything else is ignored: this comm is ours, and the module sends nothing else."""
+        """``module``: the loader found the module nowhere in the page or on the server; ``replay``: the module
+        (just loaded, or loaded again) asks for the history; ``stop``: its Stop button. Anything else is
+        ignored: this comm is ours, and the module sends nothing else."""
         kind = content.get("type") if isinstance(content, dict) else None
-        if kind == "replay" and not self._closed:
+        if kind == "module" and not self._closed:
+            self.send({"type": "module"}, buffers=_module())
+        elif kind == "replay" and not self._closed:
             replay = self._replay
             self.send(protocol.hello(replay.interval_s, replay.history_s, replay.history()))
         elif kind == "stop":
