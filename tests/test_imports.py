@@ -15,6 +15,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jupyter_gpumem"
 LAZY = {
     "tensorflow": "read only once the notebook has imported it: importing it here would start what the import "
     "watch waits for",
+    "torch": "its memory tracker (torch.distributed._tools.mem_tracker), loaded at the first largest_batch that "
+    "counts a PyTorch step on the CPU; torch itself is read from sys.modules, once the notebook has imported it",
     "plotly": "optional (the `view` extra): figure() says what to install when it is missing",
     "ipykernel": "only a kernel has a connection file; the server and the hub, which import this package too, "
     "never pay for ipykernel's import",

@@ -8,6 +8,7 @@ import importlib.util
 import math
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from jupyter_gpumem.budget.framework_interface import Allocator
@@ -20,6 +21,17 @@ class Released(NamedTuple):
 
     sentence: str
     restart_only: bool = False
+
+
+class Peak(NamedTuple):
+    """One step's peak memory as a framework's allocator counted it (``largest_batch``)."""
+
+    bytes: int | None  # None: not counted; ``how`` is then the sentence saying why and what to do
+    how: str  # how it was counted, a phrase ("torch.cuda.max_memory_allocated on cuda:0")
+    on_gpu: bool = False  # counted on the GPU; else on the CPU, where the framework can count it there
+    # The count includes what the allocator held before the step (weights, earlier results), as
+    # max_memory_allocated after a reset does; False: the step's own buffers only (XLA's compiled analysis).
+    includes_held: bool = True
 
 
 class Adapter(ABC):
@@ -96,6 +108,20 @@ class Adapter(ABC):
         """Start the allocator's peak afresh for the cell about to run, keeping the kernel's own peak for
         memory_in_use; False where the framework cannot reset it (JAX) or has not started (never starts it)."""
         return False
+
+    def step_peak(self, run: Callable[[], object], objects: Sequence[object] = ()) -> Peak:
+        """Run ``run()`` once (one step of the user's work) and count its peak memory through this framework's
+        allocator: on the GPU where the framework uses one, else on the CPU where it can count it there.
+        ``objects``: the step and its arguments (a framework may track models and optimisers among them)."""
+        run()
+        return Peak(None, f"jupyter-gpumem cannot count a step's memory in {self.name}.")
+
+    def owns(self, value: object) -> bool:
+        """``value`` is one of this framework's arrays, models or functions (by the module its type comes from)."""
+        return any(
+            module.split(".")[0] in self.array_modules
+            for module in (type(value).__module__, *(getattr(c, "__module__", "") for c in type(value).__mro__))
+        )
 
     def release(self) -> Released | None:
         """Give back to the driver what the started framework holds but no live array uses (``%gpumem free``,

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.frameworks.base import Adapter, Released, installed_version
+from jupyter_gpumem.frameworks.base import Adapter, Peak, Released, installed_version
 from jupyter_gpumem.frameworks.base import fraction_of as _fraction
 from jupyter_gpumem.frameworks.base import one_fraction as pool_fraction
 from jupyter_gpumem.units import MiB
@@ -97,6 +98,50 @@ class Jax(Adapter):
         if not (self.imported() and self.initialised()):
             return ()
         return tuple(_allocator(device.memory_stats() or {}) for device in _gpus())
+
+    def step_peak(self, run: Callable[[], object], objects: Sequence[object] = ()) -> Peak:
+        """``peak_bytes_in_use`` of JAX's default device's ``memory_stats()``, around the step (its result waited
+        for). JAX cannot reset that peak, so a step whose peak stays below one the process reached before is not
+        counted; on the CPU JAX counts nothing (memory_stats() is None): for both, a jitted step is measured by
+        XLA's compiler instead (compiled_peak)."""
+        device = sys.modules["jax"].devices()[0]
+        before = (device.memory_stats() or {}).get("peak_bytes_in_use")
+        sys.modules["jax"].block_until_ready(run())
+        stats = device.memory_stats()
+        if stats is None or before is None:
+            return Peak(
+                None,
+                f"JAX does not count memory on its {device.platform.upper()} device (memory_stats() is None): pass "
+                "a jitted step (jax.jit(f)), whose peak XLA's compiler tells without running it.",
+            )
+        peak = int(stats.get("peak_bytes_in_use", 0))
+        if peak <= before:
+            return Peak(
+                None,
+                "JAX cannot reset its peak (memory_stats()'s peak_bytes_in_use), and this step stayed below the "
+                "peak this kernel reached earlier: pass a jitted step (jax.jit(f)) to have XLA's compiler tell it.",
+            )
+        return Peak(peak, f"memory_stats()['peak_bytes_in_use'] on {device}", device.platform != "cpu")
+
+    def compiled_peak(self, jitted: Any, args: Sequence[object]) -> Peak:
+        """A jitted function's peak as XLA plans it, without running it: ``jitted.lower(*args).compile()``'s
+        ``memory_analysis()``: its ``peak_memory_in_bytes``, or argument + output + temporary − aliased bytes where
+        that is larger (XLA's CPU backend leaves its temporary buffer out of the peak). Only the step's own
+        buffers: arrays the kernel holds that are not its arguments are not in it."""
+        compiled = jitted.lower(*args).compile()
+        analysis = compiled.memory_analysis()
+        device = sys.modules["jax"].devices()[0]
+        if analysis is None:
+            return Peak(None, f"XLA gives no memory analysis of a compiled function on {device.platform.upper()}.")
+        buffers = (
+            analysis.argument_size_in_bytes
+            + analysis.output_size_in_bytes
+            + analysis.temp_size_in_bytes
+            - analysis.alias_size_in_bytes
+        )
+        peak = max(int(getattr(analysis, "peak_memory_in_bytes", 0) or 0), int(buffers))
+        how = f"XLA's memory analysis of the compiled step on {device.platform.upper()} (not run)"
+        return Peak(peak, how, device.platform != "cpu", includes_held=False)
 
     def release(self) -> Released | None:
         if not (self.imported() and self.initialised()):

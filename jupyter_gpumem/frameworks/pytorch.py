@@ -16,13 +16,13 @@ import functools
 import importlib.util
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.frameworks.base import Adapter, PeakKeeper, Released, one_fraction
+from jupyter_gpumem.frameworks.base import Adapter, Peak, PeakKeeper, Released, one_fraction
 from jupyter_gpumem.units import MiB, format_mib
 from jupyter_gpumem.words import Said
 
@@ -230,6 +230,33 @@ class PyTorch(Adapter):
         for index in indices:
             self.config.reset_peak(index)
         return True
+
+    def step_peak(self, run: Callable[[], object], objects: Sequence[object] = ()) -> Peak:
+        """On a GPU: ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats`` (the kernel's own peak
+        kept for the sidebar), which counts every tensor allocated, the step's and those held before it. Without
+        CUDA: PyTorch's memory tracker (torch.distributed._tools.mem_tracker.MemTracker) on the CPU, which counts
+        the tensors the step makes and the parameters, gradients and optimiser states of the modules and
+        optimisers among ``objects``, not tensors held from before it."""
+        torch = sys.modules["torch"]
+        if torch.cuda.is_available():
+            self.reset_peak()  # where CUDA has started; else the step starts it, and its count with it
+            run()
+            torch.cuda.synchronize()
+            index = torch.cuda.current_device()
+            return Peak(
+                int(torch.cuda.max_memory_allocated(index)), f"torch.cuda.max_memory_allocated on cuda:{index}", True
+            )
+        from torch.distributed._tools.mem_tracker import MemTracker
+
+        tracker = MemTracker()
+        external = [o for o in objects if isinstance(o, torch.nn.Module | torch.optim.Optimizer)]
+        if external:
+            tracker.track_external(*external)
+        with tracker:
+            run()
+        peaks = tracker.get_tracker_snapshot("peak")
+        counted = sum(int(by_kind.get("Total", 0)) for by_kind in peaks.values())
+        return Peak(counted, "PyTorch's memory tracker (MemTracker) on the CPU", False, includes_held=False)
 
     def release(self) -> Released | None:
         if not (self.imported() and self.initialised()):

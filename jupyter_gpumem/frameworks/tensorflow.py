@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.frameworks.base import Adapter, PeakKeeper, Released
+from jupyter_gpumem.frameworks.base import Adapter, Peak, PeakKeeper, Released
 from jupyter_gpumem.units import MiB, format_mib
 from jupyter_gpumem.words import Said
 
@@ -200,6 +201,35 @@ class TensorFlow(Adapter):
         self._peaks.before_reset([peak for _, peak in self.config.memory_info()])
         self.config.reset_peaks()
         return True
+
+    def owns(self, value: object) -> bool:
+        # Keras 3 models and layers come from keras (or tf_keras), which runs on TensorFlow here.
+        modules = {getattr(c, "__module__", "").split(".")[0] for c in type(value).__mro__}
+        return bool(modules & {"tensorflow", "keras", "tf_keras"})
+
+    def step_peak(self, run: Callable[[], object], objects: Sequence[object] = ()) -> Peak:
+        """``tf.config.experimental.get_memory_info(device)['peak']`` after ``reset_memory_stats(device)``, on GPU:0
+        where TensorFlow has a GPU (the kernel's own peak kept for the sidebar), else on CPU:0, which TensorFlow's
+        allocator counts only when TF_CPU_ALLOCATOR_USE_BFC=true was set before it was imported. Either counts
+        every tensor allocated, the step's and those held before it."""
+        experimental = sys.modules["tensorflow"].config.experimental
+        if self.config.memory_info():  # starts the runtime, as the step is about to
+            self.reset_peak()
+            run()
+            return Peak(self.config.memory_info()[0][1], "tf.config.experimental.get_memory_info('GPU:0')", True)
+        counted = os.environ.get("TF_CPU_ALLOCATOR_USE_BFC", "").lower() == "true"
+        if counted:
+            experimental.reset_memory_stats("CPU:0")
+        run()
+        peak = int(experimental.get_memory_info("CPU:0")["peak"]) if counted else 0
+        if peak <= 0:
+            return Peak(
+                None,
+                "TensorFlow has no GPU here and does not count its memory on the CPU: set the environment variable "
+                "TF_CPU_ALLOCATOR_USE_BFC=true before TensorFlow is imported (in the kernel's environment, or "
+                "os.environ at the notebook's top, then restart the kernel) to measure the step there.",
+            )
+        return Peak(peak, "tf.config.experimental.get_memory_info('CPU:0') (TF_CPU_ALLOCATOR_USE_BFC=true)", False)
 
     def release(self) -> Released | None:
         if not (self.imported() and self.initialised()):

@@ -1,7 +1,7 @@
 """What a notebook calls: ``%load_ext jupyter_gpumem`` (``load_ipython_extension``), ``jupyter_gpumem.show()``,
-``figure()``, ``batched`` and the sidebar's silent ``_connect_sidebar``. The package's root hands these names out
-from here on first use, so that the server and the hub, which import the root too, never load the kernel's
-runtime (IPython, ipywidgets, anywidget, comm)."""
+``figure()``, ``batched``, ``largest_batch`` and the sidebar's silent ``_connect_sidebar``. The package's root hands
+these names out from here on first use, so that the server and the hub, which import the root too, never load the
+kernel's runtime (IPython, ipywidgets, anywidget, comm)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from IPython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_gpumem.kernel.batched import batched
+from jupyter_gpumem.kernel.largest import BatchFit, largest_batch
 from jupyter_gpumem.kernel.runtime import current, runtime
 from jupyter_gpumem.kernel.widget import GpuMemView
 from jupyter_gpumem.wire.comm import DEFAULT_HISTORY_S, DEFAULT_INTERVAL_S
@@ -19,10 +20,12 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 __all__ = [
+    "BatchFit",
     "GpuMemView",
     "_connect_sidebar",
     "batched",
     "figure",
+    "largest_batch",
     "load_ipython_extension",
     "show",
     "unload_ipython_extension",

@@ -30,13 +30,23 @@ def test_a_point_off_the_line_by_more_than_five_percent_and_a_mib_is_not_linear(
 
 
 def test_small_wobbles_within_the_tolerance_keep_the_line():
-    wobbly = [(2, 200 * MiB), (4, 210 * MiB + MiB // 2), (8, 230 * MiB), (16, 270 * MiB - MiB // 2)]
+    wobbly = [(2, 200 * MiB), (4, 210 * MiB + 3 * MiB), (8, 230 * MiB), (16, 270 * MiB - 3 * MiB)]
     assert fit(wobbly).linear
 
 
-def test_the_tolerance_has_a_floor_of_a_mib_for_small_peaks():
-    # 0.9 MiB off on peaks of a few MiB: far more than 5%, less than the floor.
-    assert fit([(2, 2 * MiB), (4, 4 * MiB + 900 * 1024), (8, 8 * MiB)]).linear
+def test_the_tolerance_has_a_floor_of_4_kib_for_small_peaks():
+    # 3 KiB off on peaks of 20-40 KiB: more than 5%, less than the floor; 12 KiB off is off the line.
+    assert fit([(2, 20 * 1024), (4, 25 * 1024 + 3 * 1024), (8, 40 * 1024)]).linear
+    assert not fit([(2, 20 * 1024), (4, 25 * 1024 + 12 * 1024), (8, 40 * 1024)]).linear
+
+
+def test_small_sizes_off_the_line_of_the_large_ones_are_left_out():
+    # The weights' gradients make the peak up to 32; from 64 on the activations do, 3 KiB a sample.
+    points = [(2, 152 * 1024), (4, 153 * 1024), (8, 154 * 1024), (16, 156 * 1024), (32, 158 * 1024)]
+    points += [(n, 40 * 1024 + 3 * 1024 * n) for n in (64, 128, 256)]
+    line = fit(points)
+    assert line.linear and line.from_size == 64
+    assert (line.fixed, line.per_sample) == pytest.approx((40 * 1024, 3 * 1024))
     assert not fit([(2, 2 * MiB), (4, 4 * MiB + 3 * FLOOR_BYTES), (8, 8 * MiB)]).linear
 
 

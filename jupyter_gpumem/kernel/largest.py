@@ -1,0 +1,337 @@
+"""`jupyter_gpumem.largest_batch`: the largest batch size that fits, predicted from a few small steps before
+any runs out of memory (issue 36, story S5).
+
+    fit = largest_batch(lambda x, y: train_step(x, y), lambda n: (x_train[:n], y_train[:n]))
+    fit.batch_size
+
+It measures one step's peak memory at a few small batch sizes through the framework's own allocator
+(frameworks/*.py ``step_peak``; for a jitted JAX function XLA's compiled analysis, without running it), fits
+``peak = fixed + per_sample * n`` (budget/batchfit.py) and gives the largest n under the limit less a margin.
+It never runs a size the points so far predict will not fit.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from IPython import get_ipython
+
+from jupyter_gpumem.budget import batchfit
+from jupyter_gpumem.budget.batchfit import Fit, Limit
+from jupyter_gpumem.budget.overhead import estimate
+from jupyter_gpumem.frameworks import Adapter, Jax
+from jupyter_gpumem.frameworks.base import Peak
+from jupyter_gpumem.kernel.runtime import runtime
+from jupyter_gpumem.render import largest as shown
+from jupyter_gpumem.units import format_mib, parse_bytes
+
+
+@dataclass(frozen=True)
+class BatchFit:
+    """What ``largest_batch`` found: ``batch_size`` (0 when none can be told or none fits: ``problem`` says why),
+    the sizes measured and their peaks, the line through them, the limit and where it came from, the margin,
+    and the answer's predicted peak and headroom (the limit less the predicted peak)."""
+
+    batch_size: int
+    points: tuple[tuple[int, int], ...]  # (batch size, peak bytes) as measured, in the order run
+    fit: Fit | None
+    limit_bytes: int | None
+    limit_source: str
+    margin_bytes: int
+    framework: str
+    counted: str  # how the peaks were counted, a phrase
+    problem: str | None = None  # why there is no answer, or what to be careful of: a sentence
+    verified_bytes: int | None = None  # the peak of one step at the answer (verify=True)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(n for n, _ in self.points)
+
+    @property
+    def peaks(self) -> tuple[int, ...]:
+        return tuple(peak for _, peak in self.points)
+
+    @property
+    def predicted_bytes(self) -> int | None:
+        """The line's peak at the answer."""
+        return round(self.fit.peak(self.batch_size)) if self.fit is not None and self.batch_size else None
+
+    @property
+    def headroom_bytes(self) -> int | None:
+        """The limit less the answer's predicted peak (the margin is part of it)."""
+        predicted = self.predicted_bytes
+        return None if predicted is None or self.limit_bytes is None else self.limit_bytes - predicted
+
+    def view(self) -> shown.View:
+        """The words and figures every form of the result shows (text and HTML)."""
+        if self.batch_size:
+            headline = f"jupyter-gpumem: the largest batch that fits is {self.batch_size} ({self.framework})."
+        else:
+            headline = f"jupyter-gpumem: no batch size can be given ({self.framework})."
+        facts: list[tuple[str, str]] = []
+        if self.fit is not None:
+            facts.append(("fit", _line(self.fit)))
+        if self.limit_bytes is not None:
+            facts.append(("limit", f"{format_mib(self.limit_bytes)}: {self.limit_source}"))
+            facts.append(("margin", format_mib(self.margin_bytes)))
+        if self.predicted_bytes is not None and self.headroom_bytes is not None:
+            facts.append(("predicted peak", f"{format_mib(self.predicted_bytes)} at {self.batch_size}"))
+            facts.append(("headroom", format_mib(self.headroom_bytes)))
+        if self.verified_bytes is not None:
+            facts.append(("verified", f"{format_mib(self.verified_bytes)} measured at {self.batch_size}"))
+        notes = []
+        if self.fit is not None and not self.fit.linear:
+            notes.append(_not_linear(self.fit, len(self.points)))
+        if self.problem:
+            notes.append(self.problem)
+        measured = [(str(n), format_mib(peak), _small(peak)) for n, peak in self.points]
+        return shown.View(headline, measured, facts, notes, f"counted by {self.counted}" if self.counted else "")
+
+    def __str__(self) -> str:
+        return shown.text(self.view())
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        return shown.html(self.view())
+
+
+def largest_batch(
+    step: Callable[..., Any],
+    batch_of: Callable[[int], tuple[Any, ...]],
+    *,
+    limit: int | str | None = None,
+    margin: int | str | None = None,
+    sizes: Sequence[int] | None = None,
+    verify: bool = False,
+) -> BatchFit:
+    """The largest batch size n for which ``step(*batch_of(n))`` fits, predicted from a few small steps.
+
+    ``step(*batch_of(n))`` runs one step at batch size n (``batch_of`` returns a tuple of the step's arguments).
+    The step runs once at the smallest size to warm up (lazy state: gradients, optimiser moments, traced
+    functions), then at ``sizes`` (2, 4, 8, 16 by default), each only while the points so far predict it fits,
+    its peak counted by the framework's allocator on the GPU (PyTorch ``torch.cuda.max_memory_allocated``
+    after ``reset_peak_memory_stats``; TensorFlow ``get_memory_info('GPU:0')['peak']`` after
+    ``reset_memory_stats``; JAX ``memory_stats()['peak_bytes_in_use']``). A jitted JAX function is not run:
+    XLA's ``jit(f).lower(*args).compile().memory_analysis()`` tells its peak. Without a GPU the framework counts
+    on the CPU where it can (PyTorch's MemTracker; TensorFlow with TF_CPU_ALLOCATOR_USE_BFC=true set before its
+    import; JAX only for a jitted step). The framework is the one the arguments' (or the step's) types come
+    from, else the one this kernel's policy names.
+
+    ``limit`` (bytes, or a size such as "6GiB"): by default this kernel's budget as nvidia-smi counts it, less
+    the CUDA context and libraries and what the kernel holds outside the framework's allocator, and never more
+    than the GPU's free memory (other processes respected): budget/batchfit.py ``step_limit`` has the formula,
+    on the framework's first GPU. ``margin`` (bytes or a size): by default 5% of the limit, at most 512 MiB.
+    The answer is the largest n whose predicted peak is at most ``limit - margin``; when the points are not on
+    a line, the one from the conservative line through the largest sizes, and the result says so.
+    ``verify``: one more step at the answer, its peak shown. If even the smallest size cannot fit (the limit is
+    below what is held), nothing runs and the result says why."""
+    planned = _check(step, batch_of, sizes, verify)
+    explicit = _size("limit", limit)
+    margin_given = _size("margin", margin)
+    control = runtime(get_ipython()).control
+    jitted = _jitted(step, control.adapters.values())
+    adapter = jitted or _framework(step, batch_of, planned[0], control)
+    if adapter is None:
+        return BatchFit(0, (), None, None, "", 0, "no framework", "", _NO_FRAMEWORK)
+    # Two defaults: the count of a step's peak may leave out what the allocator held before it (the first
+    # measurement tells), and then the tensors in use now come off the limit too.
+    limits = {True: Limit(explicit, "given (limit=)")} if explicit is not None else _default_limits(control, adapter)
+    found = limits[True] if jitted is None else limits.get(False, limits[True])
+    if found is None:
+        problem = "NVML shows no GPU here to take a limit from: pass one, e.g. largest_batch(..., limit='6GiB')."
+        return BatchFit(0, (), None, None, "", 0, adapter.name, "", problem)
+    spare = margin_given if margin_given is not None else batchfit.default_margin(found.bytes)
+    result = BatchFit(0, (), None, found.bytes, found.source, spare, adapter.name, "")
+    if found.bytes - spare <= 0:
+        return _with(result, problem=_no_room(found, spare))
+
+    def measure(n: int) -> Peak:
+        args = tuple(batch_of(n))
+        if jitted is not None:
+            return jitted.compiled_peak(step, args)
+        return adapter.step_peak(lambda: step(*args), (step, *args))
+
+    points: list[tuple[int, int]] = []
+    counted = ""
+    warmed = jitted is not None
+    while (n := batchfit.next_size(points, planned, found.bytes, spare)) is not None:
+        if not warmed:
+            step(*batch_of(n))
+            warmed = True
+        peak = measure(n)
+        counted = peak.how
+        if peak.bytes is None:
+            return _with(result, points=tuple(points), counted="", problem=peak.how)
+        without_held = limits.get(False)
+        if not points and not peak.includes_held and without_held is not None:
+            found = without_held
+            spare = margin_given if margin_given is not None else batchfit.default_margin(found.bytes)
+            result = _with(result, limit_bytes=found.bytes, limit_source=found.source, margin_bytes=spare)
+        points.append((n, peak.bytes))
+    result = _with(result, points=tuple(points), counted=counted)
+    if not points:
+        return _with(result, problem=_no_room(found, spare))
+    line = batchfit.fit(points)
+    result = _with(result, fit=line)
+    if line.per_sample <= 0:
+        return _with(result, problem=_flat(points))
+    answer = batchfit.largest_under(line, found.bytes, spare)
+    if answer == 0:
+        return _with(result, problem=_none_fits(line, found, spare))
+    result = _with(result, batch_size=answer, problem=_past_limit(points, found.bytes))
+    if verify:
+        checked = measure(answer)
+        result = _with(result, verified_bytes=checked.bytes)
+    return result
+
+
+# ---------------------------------------------------------------------- choosing the framework and the limit
+
+
+def _jitted(step: object, adapters: Any) -> Jax | None:
+    """JAX's adapter when ``step`` is a jitted JAX function (it has ``.lower``)."""
+    jax = next((a for a in adapters if isinstance(a, Jax)), None)
+    return jax if jax is not None and jax.imported() and hasattr(step, "lower") and jax.owns(step) else None
+
+
+def _framework(step: object, batch_of: Callable[[int], tuple[Any, ...]], n: int, control: Any) -> Adapter | None:
+    """The framework of the arguments' types (a batch of ``n``), else the step's, else the one the policy names."""
+    adapters: list[Adapter] = [a for a in control.adapters.values() if a.imported()]
+    for value in (*tuple(batch_of(n)), step):
+        for adapter in adapters:
+            if adapter.owns(value):
+                return adapter
+    named = [a for a in control.state.adapters if isinstance(a, Adapter) and a.imported()]
+    return named[0] if named else None
+
+
+def _default_limits(control: Any, adapter: Adapter) -> dict[bool, Limit | None]:
+    """step_limit on the framework's first GPU, with this kernel's figures read now: for a count of the step's
+    peak that includes what the allocator held before it (True), and for one that does not (False)."""
+    reading = control.read(control.snapshot())
+    uuids = control.framework_uuids(reading)
+    devices = {d.uuid: d for d in reading.snapshot.devices if not d.lost}
+    device = next((devices[u] for u in uuids if u in devices), None)
+    if device is None:
+        return {True: None, False: None}
+    split = reading.breakdowns.get(device.uuid or "")
+    overhead = split.overhead if split is not None and split.overhead is not None else None
+    overhead = overhead or estimate(device, adapter.name, adapter.library_bytes)
+    allocator = reading.allocators.get(device.uuid or "")
+    return {
+        held: batchfit.step_limit(
+            budget_bytes=split.budget_bytes if split is not None else None,
+            free_bytes=device.free_bytes,
+            overhead_bytes=overhead.bytes,
+            own_bytes=reading.own(device).bytes,
+            pool_bytes=allocator.pool if allocator is not None else None,
+            in_use_bytes=allocator.in_use if allocator is not None else None,
+            counts_held=held,
+        )
+        for held in (True, False)
+    }
+
+
+# ---------------------------------------------------------------------- arguments and sentences
+
+_NO_FRAMEWORK = (
+    "Neither the step nor its arguments belong to TensorFlow, PyTorch or JAX, and no framework this kernel knows "
+    "is imported: import the framework first, or name it with %gpumem framework=pytorch (or tensorflow, jax)."
+)
+
+
+def _check(step: object, batch_of: object, sizes: Sequence[int] | None, verify: object) -> list[int]:
+    if not callable(step):
+        raise TypeError(f"largest_batch: step must be the function that runs one step, not {type(step).__name__}.")
+    if not callable(batch_of):
+        raise TypeError(
+            f"largest_batch: batch_of must be a function n -> the step's arguments, not {type(batch_of).__name__}."
+        )
+    planned = list(batchfit.SIZES if sizes is None else sizes)
+    if not planned or any(isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1 for n in planned):
+        raise ValueError(f"largest_batch: sizes must be whole numbers of at least 1, not {sizes!r}.")
+    if not isinstance(verify, bool):
+        raise TypeError(f"largest_batch: verify is True or False, not {verify!r}.")
+    return sorted({int(n) for n in planned})
+
+
+def _size(name: str, value: int | str | None) -> int | None:
+    """A limit or margin in bytes, or a size with its unit ("6GiB", "512MiB")."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        parsed = parse_bytes(value)
+        if parsed is not None and parsed >= 0:
+            return parsed
+    elif not isinstance(value, bool) and isinstance(value, numbers.Integral) and value >= 0:
+        return int(value)
+    raise ValueError(f"largest_batch: {name} must be bytes or a size with its unit (e.g. '6GiB'), not {value!r}.")
+
+
+def _with(result: BatchFit, **changes: Any) -> BatchFit:
+    return replace(result, **changes)
+
+
+def _line(fit: Fit) -> str:
+    fixed = format_mib(round(fit.fixed)) if abs(fit.fixed) >= 1 << 20 else _small(round(fit.fixed))
+    since = f", from batch {fit.from_size} on" if fit.linear and fit.from_size > 1 else ""
+    return f"{fixed} + {_small(round(fit.per_sample))} per sample ({'a line' if fit.linear else 'not a line'}{since})"
+
+
+def _small(size: float) -> str:
+    """A per-sample size, which is often under a MiB."""
+    if size < 1024:
+        return f"{round(size)} bytes"
+    return f"{round(size / 1024)} KiB" if size < 1 << 20 else format_mib(size)
+
+
+def _not_linear(fit: Fit, count: int) -> str:
+    if count < 3:
+        return (
+            f"Only {count} size{'s' if count != 1 else ''} could be measured under the limit, so nothing checks "
+            "that the peak grows in a line: the answer comes from the most cautious line through them."
+        )
+    return (
+        f"The peaks are not on a line (one is {fit.worst_residual:.0%} off it): the memory grows faster or slower "
+        "than the batch. The answer comes from the line through the largest sizes, which is cautious for memory "
+        "that grows faster (such as attention's n²); check it with verify=True or a smaller batch."
+    )
+
+
+def _no_room(found: Limit, spare: int) -> str:
+    return (
+        f"Nothing was run: the limit, {format_mib(found.bytes)} ({found.source}), leaves no room above the "
+        f"{format_mib(spare)} margin even for the smallest batch. Free memory first (%gpumem free, del what you no "
+        "longer need), or ask for a larger budget."
+    )
+
+
+def _flat(points: list[tuple[int, int]]) -> str:
+    (n1, p1), (n2, p2) = points[0], points[-1]
+    return (
+        f"The step's peak does not grow with the batch size ({format_mib(p1)} at {n1}, {format_mib(p2)} at {n2}): "
+        "the allocator measured does not see the step's memory, or the step does not use its batch, so no batch "
+        "size follows from it."
+    )
+
+
+def _none_fits(fit: Fit, found: Limit, spare: int) -> str:
+    return (
+        f"Not even a batch of 1 fits: the line predicts {format_mib(round(fit.peak(1)))} for it, above the limit "
+        f"of {format_mib(found.bytes)} less the {format_mib(spare)} margin."
+    )
+
+
+def _past_limit(points: list[tuple[int, int]], limit_bytes: int) -> str | None:
+    over = [n for n, peak in points if peak > limit_bytes]
+    if not over:
+        return None
+    return f"The step at {over[0]} already went past the limit: the line was fitted to it, so the answer is below it."

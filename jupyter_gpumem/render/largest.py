@@ -1,0 +1,35 @@
+"""`largest_batch`'s result (kernel/largest.py) as text and as HTML: the sizes measured and their peaks, the
+line through them, the limit, the margin, the answer and its headroom. Both forms show one View, worded by the
+kernel; nothing here decides anything again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jupyter_gpumem.render.html import render
+
+
+@dataclass(frozen=True)
+class View:
+    headline: str
+    measured: list[tuple[str, str, str]]  # batch size, peak as nvidia-smi would print it, the exact-ish small figure
+    facts: list[tuple[str, str]]  # label, value
+    notes: list[str]  # sentences: not a line, why there is no answer
+    counted: str  # "counted by …", or empty
+
+
+def text(view: View) -> str:
+    lines = [view.headline]
+    if view.measured:
+        lines.append(f"  {'batch':>7}  {'peak':>10}")
+        lines.extend(f"  {n:>7}  {mib:>10}  ({small})" for n, mib, small in view.measured)
+    if view.counted:
+        lines.append(f"  {view.counted}")
+    width = max((len(label) for label, _ in view.facts), default=0)
+    lines.extend(f"  {label + ':':<{width + 1}} {value}" for label, value in view.facts)
+    lines.extend(f"  {note}" for note in view.notes)
+    return "\n".join(lines)
+
+
+def html(view: View) -> str:
+    return render("largest.html.j2", view=view)
