@@ -41,8 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PROXY = ROOT / "node_modules" / ".bin" / "configurable-http-proxy"
 ADMIN_TOKEN = "gpumem-hub-test-admin-token"
 PROMETHEUS_TOKEN = "gpumem-hub-test-prometheus-token"  # a service whose role grants read:metrics alone
-# What a single-user server with jupyter-gpumem needs: the singleuser app, and the package's own requirements.
-SINGLEUSER_NEEDS = ("jupyterhub", "jupyter_gpumem")
+# What a single-user server with jupyter-gpumem needs: the singleuser app, the frontend a hub image serves
+# (JupyterLab), and the package's own requirements.
+SINGLEUSER_NEEDS = ("jupyterhub", "jupyterlab", "jupyter_gpumem")
 
 
 def _requirements_closure(roots: Iterable[str]) -> list[Distribution]:
@@ -92,8 +93,8 @@ def shared_python(prefix: Path) -> Path:
     """A virtual environment at ``prefix`` that every Unix user can run: Debian's python of this Python's
     version, with the distributions a single-user server with jupyter-gpumem needs copied from this test's
     environment (the same versions, offline; hard links where the file system allows), jupyter_gpumem from
-    the source tree without its labextension, and the server-extension configuration its wheel installs.
-    Returns its python."""
+    the source tree, its labextension where the wheel puts it, and the server-extension configuration its wheel
+    installs. Returns its python."""
     interpreter = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
     if not interpreter.exists():
         raise RuntimeError(f"{interpreter} is needed: the users' servers run on a Python they can read (apt: python3)")
@@ -113,6 +114,13 @@ def shared_python(prefix: Path) -> Path:
     package = Path(jupyter_gpumem.__file__).parent
     ignore = shutil.ignore_patterns("labextension", "__pycache__")
     shutil.copytree(package, site / package.name, ignore=ignore, dirs_exist_ok=True)  # editable or not
+    # The checkout's labextension build, where the wheel puts it (an editable install's RECORD names the files of
+    # the build it was installed with, whose hashed names are gone once the extension is rebuilt).
+    build = package / "labextension"
+    if build.is_dir():
+        labextension = prefix / "share" / "jupyter" / "labextensions" / "jupyter-gpumem"
+        shutil.rmtree(labextension, ignore_errors=True)
+        shutil.copytree(build, labextension)
     enabling = ROOT / "jupyter-config" / "jupyter_server_config.d" / "jupyter_gpumem.json"
     (prefix / "etc" / "jupyter" / "jupyter_server_config.d").mkdir(parents=True, exist_ok=True)
     shutil.copy2(enabling, prefix / "etc" / "jupyter" / "jupyter_server_config.d" / enabling.name)

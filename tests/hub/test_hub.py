@@ -17,6 +17,7 @@ import json
 import pwd
 import re
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -26,7 +27,8 @@ from typing import Any
 
 import psutil
 import pytest
-from hub_fixtures import ADMIN_TOKEN, PROMETHEUS_TOKEN, Hub, running_hub, shared_directory, unix_users
+from hub_fixtures import ADMIN_TOKEN, PROMETHEUS_TOKEN, ROOT, Hub, running_hub, shared_directory, unix_users
+from playwright.sync_api import Locator, Page, expect, sync_playwright
 from server_fixtures import eventually, http, prometheus_query, running_prometheus, wait_for
 
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
@@ -36,6 +38,9 @@ from jupyter_gpumem.server.figures import KernelSource, make_figures
 from jupyter_gpumem.server.handlers import encode
 from jupyter_gpumem.server.metrics import rows
 from jupyter_gpumem.units import GiB
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
+from labserver import ARTIFACTS, launch_chromium
 
 pytestmark = pytest.mark.server
 
@@ -380,6 +385,121 @@ def test_privacy_defaults_to_aggregate_and_follows_its_environment_variable(monk
     assert GpumemServer().privacy == "names"
     monkeypatch.setenv("JUPYTER_GPUMEM_PRIVACY", "everything")  # not a choice: the private default
     assert GpumemServer().privacy == "aggregate"
+
+
+INLINE_NOTEBOOK = "gpumem-hub-inline.ipynb"  # in the student's home
+TAKE_THE_LABEXTENSIONS_MODULE = """() => {
+  // What the labextension offers the loader, and the module the loader keeps for the page: the names taken out.
+  const ours = k => k === Symbol.for('jupyter-gpumem.inline') || k.description.startsWith('jupyter-gpumem.loader@');
+  const keys = Object.getOwnPropertySymbols(globalThis).filter(ours);
+  keys.forEach(k => delete globalThis[k]);
+  return keys.map(k => k.description).sort();
+}"""
+
+
+@dataclass
+class StudentsLab:
+    page: Page
+    answered: list[tuple[str, int]]  # the path and status of every file the page asked of the static route
+
+
+@pytest.fixture
+def students_lab(scene: Scene) -> Iterator[StudentsLab]:
+    """Chromium logged in as the student through the hub's form, JupyterLab open at /user/gpumemstudent/lab on
+    INLINE_NOTEBOOK with its kernel idle. The notebook, its kernel and the scenario's change go at the end."""
+    hub, prefix = scene.hub, f"/user/{STUDENT}/"
+    cells = ["%load_ext jupyter_gpumem\nimport os\nos.getpid()", "%gpumem show", "%gpumem show"]
+    notebook = {
+        "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": c}
+                  for c in cells],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }  # fmt: skip
+    contents = f"{hub.url}{prefix}api/contents/{INLINE_NOTEBOOK}"
+    status, body = http(contents, ADMIN_TOKEN, "PUT", {"type": "notebook", "content": notebook})
+    assert status == 201, (status, body)
+    try:
+        with sync_playwright() as playwright:
+            browser = launch_chromium(playwright)
+            try:
+                page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+                page.set_default_timeout(30_000)
+                answered: list[tuple[str, int]] = []
+                # The route under a user's prefix or at the root (not the labextension's files, under lab/extensions/).
+                static = re.compile(r"^https?://[^/]+(/(?:user/[^/]+/)?jupyter-gpumem/static/\S*)")
+                page.on("response", lambda r: answered.extend((p, r.status) for p in static.findall(r.url)))
+                page.goto(f"{hub.url}/hub/login")
+                page.locator("#username_input").fill(STUDENT)
+                page.locator("#password_input").fill("gpumem-test-password")
+                page.locator("#login_submit").click()
+                page.wait_for_url(re.compile(re.escape(f"{hub.url}{prefix}")))
+                # The notebook's kernel connection, then its kernel idle (the toolbar says idle before a kernel,
+                # and a cell run before there is one is dropped).
+                with page.expect_websocket(lambda ws: f"{prefix}api/kernels/" in ws.url, timeout=90_000):
+                    page.goto(f"{hub.url}{prefix}lab/tree/{INLINE_NOTEBOOK}?reset")
+                indicator = page.locator(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator")
+                expect(indicator).to_have_attribute("data-status", "idle", timeout=60_000)
+                yield StudentsLab(page, answered)
+            finally:
+                browser.close()
+    finally:
+        hub.set_scenario(scenario(scene.pids[STUDENT], scene.pids[STAFF]))
+        status, sessions = http(f"{hub.url}{prefix}api/sessions", ADMIN_TOKEN)
+        for session in json.loads(sessions) if status == 200 else []:
+            if session["path"] == INLINE_NOTEBOOK:
+                http(f"{hub.url}{prefix}api/sessions/{session['id']}", ADMIN_TOKEN, "DELETE")
+        http(contents, ADMIN_TOKEN, "DELETE")
+
+
+def run_in_lab(page: Page, index: int, timeout_ms: float = 30_000) -> str:
+    """Shift+Enter in cell ``index`` of the open notebook; its output's text once it has run."""
+    cell = page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(index)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=timeout_ms)
+    return "".join(cell.locator(".jp-OutputArea-output").all_inner_texts())
+
+
+def drawn(view: Locator) -> None:
+    """The view shows the notebook's kernel against its budget, marks it in the table, and draws its line."""
+    expect(view.locator(".jp-GpuMem-headline")).to_have_text("1.0 of 2.0 GiB budget (50%, not in force)")
+    expect(view.locator("tr.jp-GpuMem-self .jp-GpuMem-badge")).to_have_text("this kernel")
+    expect(view.locator(".jp-GpuMem-plot .scatterlayer .traceown .js-line")).to_have_attribute("d", re.compile("L"))
+    expect(view.locator(".jp-GpuMem-source")).to_have_count(0)  # no "view code from the kernel"
+
+
+@pytest.mark.browser
+def test_the_inline_view_works_in_the_students_jupyterlab_behind_the_hubs_prefix(
+    scene: Scene, students_lab: StudentsLab
+) -> None:
+    """The first view takes its module from the labextension the student's environment has (nothing fetched);
+    the second, with that module and the loader's page cache taken out of the page, from the server extension's
+    static route under /user/gpumemstudent/, and draws its chart all the same."""
+    page, answered, prefix = students_lab.page, students_lab.answered, f"/user/{STUDENT}/"
+    version = json.loads((ROOT / "package.json").read_text())["version"]
+    config = page.evaluate("() => JSON.parse(document.getElementById('jupyter-config-data').textContent)")
+    assert config["baseUrl"] == prefix  # what the loader resolves the route against
+    pid = int(run_in_lab(page, 0).split()[-1])
+    # The notebook's kernel holds 1 GiB of the student's 2 GiB budget (their group's, through the spawner).
+    used = f"proc gpu=0 pid={pid} used=1024MiB name=python\n"
+    scene.hub.set_scenario(scenario(scene.pids[STUDENT], scene.pids[STAFF]) + used)
+    run_in_lab(page, 1)
+    views = page.locator(".jp-GpuMem-inline")
+    drawn(views.first)
+    assert answered == []  # the first view's module was the labextension's: nothing from the route
+    taken = page.evaluate(TAKE_THE_LABEXTENSIONS_MODULE)
+    assert taken == ["jupyter-gpumem.inline", f"jupyter-gpumem.loader@{version}"]
+    run_in_lab(page, 2)
+    drawn(views.nth(1))
+    # The module, plotly's chunk and the styles, each under the user's prefix and found there.
+    assert (f"{prefix}jupyter-gpumem/static/inline.js?v={version}", 200) in answered, answered
+    assert sorted(re.sub(r"(\?v=.*|-[0-9A-Z]{8}\.js)$", "", p) for p, _ in answered) == [
+        f"{prefix}jupyter-gpumem/static/{name}" for name in ("base.css", "chunk", "inline.js", "plotly-basic.min")
+    ], answered
+    assert {status for _, status in answered} == {200}, answered
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(2).screenshot(path=ARTIFACTS / "hub-inline-view.png")
 
 
 def test_a_students_fraction_above_their_ceiling_is_refused_and_the_staff_users_accepted(scene: Scene) -> None:
