@@ -217,6 +217,18 @@ def test_a_stopped_views_chart_stays_interactive_after_its_kernel_is_gone(page: 
     expect(page.locator(".jp-RenderedPlotly")).to_have_count(1)
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
     page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+    # JupyterLab's "Export as HTML" (File > Save and Export Notebook As > HTML) is the server's nbconvert, where
+    # the still HTML outranks plotly's mimetype: the chart is its SVG, this kernel's line and the budget drawn.
+    export = page.context.new_page()
+    export.goto(f"{lab.url}/nbconvert/html/stopped.ipynb?download=false", referer=f"{lab.url}/lab")  # as the menu
+    chart = export.locator(".jp-GpuMem-still svg")
+    expect(chart).to_have_count(1)
+    expect(chart.locator('path[stroke-dasharray="6 4"]')).to_have_count(2)  # the budget, and its legend's swatch
+    assert chart.bounding_box()["width"] > 400  # type: ignore[index]
+    expect(export.locator(".jp-RenderedHTMLCommon").filter(has_text="Stopped at")).to_have_count(1)
+    ARTIFACTS.mkdir(exist_ok=True)
+    chart.screenshot(path=ARTIFACTS / "inline-view-exported.png")
+    export.close()
     page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.shutdown()")
     page.goto(lab.notebook_url("stopped.ipynb"))  # opened again: the kernel that drew it is gone
     plot = page.locator(".jp-RenderedPlotly")
