@@ -129,6 +129,7 @@ def next_size(
     margin_bytes: int,
     *,
     extra: int = EXTRA,
+    at_most: int | None = None,
 ) -> int | None:
     """The next size to measure, or None when the measuring is done; never a size that the line through the
     points so far (``fit``'s) puts above the room, ``limit_bytes - margin_bytes``.
@@ -137,13 +138,14 @@ def next_size(
     and only where there is room at all). Then, at most ``extra`` times, twice the largest size measured, while the
     batch does not yet make most of the peak (between the two largest sizes, the part that grows with n is below
     the fixed part) and the doubled size is predicted to need at most half the room: at small sizes a step's
-    peak is often the moment its weights' gradients are made, and only larger ones show the activations' slope."""
+    peak is often the moment its weights' gradients are made, and only larger ones show the activations' slope.
+    ``at_most``: no size above it (the rows there are)."""
     room = limit_bytes - margin_bytes
     if room <= 0:
         return None
     measured = {n for n, _ in points}
     above = max(measured, default=0)
-    candidates = sorted(n for n in set(sizes) if n > above and n >= 1)
+    candidates = sorted(n for n in set(sizes) if n > above and 1 <= n <= (at_most or n))
     if not points:
         return candidates[0] if candidates else None
     if any(peak > room for _, peak in points):
@@ -157,6 +159,8 @@ def next_size(
     (n1, p1), (n2, p2) = sorted(points)[-2:]
     slope = (p2 - p1) / (n2 - n1)
     if slope <= 0 or slope * n2 >= p2 - slope * n2:
+        return None
+    if at_most is not None and 2 * n2 > at_most:
         return None
     return 2 * n2 if line.peak(2 * n2) <= room / 2 else None
 

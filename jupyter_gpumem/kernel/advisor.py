@@ -11,6 +11,7 @@ import logging
 import math
 from dataclasses import dataclass, replace
 
+from jupyter_gpumem.budget.batchfit import Fit, largest_under
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.gpu.model import Device
@@ -153,7 +154,8 @@ def _batch_lines(report: OutOfMemory, free: int | None, lines: list[str]) -> tup
         return None, None
     first = shape[0]
     per_sample = report.bytes / first
-    fits = math.floor(free / per_sample)
+    # The model largest_batch measures, with the one figure the error gives: this tensor, all of it per sample.
+    fits = largest_under(Fit(fixed=0.0, per_sample=per_sample, linear=True, worst_residual=0.0), free, 0)
     if fits < 1:
         lines.append(
             f"  Not even one sample ({_small(per_sample)} in this tensor) fits in the "

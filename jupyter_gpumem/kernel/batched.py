@@ -6,8 +6,9 @@ would have returned (story S5: evaluating 10000 images on a 1 GB card).
 
 Without ``batch_size`` it takes the out-of-memory advisor's batch for inputs of this length, else it
 tries the whole input; each time a batch runs out of GPU memory it retries that batch at the size
-the advisor computes from the failure (at most half the last one). An explicit ``batch_size`` is
-used as given.
+the advisor computes from the failure (at most half the last one). ``batch_size="auto"`` predicts the
+largest batch that fits before running any (``largest_batch`` with ``fn`` on the first rows), and
+retries the same way if one still runs out. An explicit number is used as given.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import math
 import numbers
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.display import DisplayHandle, display
 
 from jupyter_gpumem.frameworks import ADAPTERS
+from jupyter_gpumem.kernel.largest import measured
 from jupyter_gpumem.kernel.oom import recognise
 from jupyter_gpumem.kernel.runtime import current, runtime
 
@@ -32,7 +34,7 @@ _REDUCE_NAMES = ("mean", "sum", "concat")
 def batched(
     fn: Callable[..., Any],
     *arrays: Any,
-    batch_size: int | None = None,
+    batch_size: int | Literal["auto"] | None = None,
     reduce: str | Reduce = "mean",
     progress: bool = True,
     **kwargs: Any,
@@ -41,10 +43,15 @@ def batched(
     dimension), combined by ``reduce``: "mean" (weighted by each batch's number of samples, so a
     shorter last batch counts for what it holds), "sum", "concat" (along the first dimension), or a
     callable ``reduce(results, sizes)``. Results may be numbers, arrays, tensors, or lists, tuples and
-    dicts of them (Keras evaluate/predict). Bad arguments raise before any batch runs."""
+    dicts of them (Keras evaluate/predict). Bad arguments raise before any batch runs.
+
+    ``batch_size``: a number is used as given; None takes the out-of-memory advisor's batch (else all);
+    "auto" predicts the largest batch that fits with ``largest_batch``, ``fn`` run on the first rows at a
+    few small sizes (where it cannot, it says why and goes on as with None)."""
     length = _check(fn, arrays, batch_size, reduce)
     combine = reduce if callable(reduce) else _REDUCERS[reduce]
-    size = batch_size or _advised(length)
+    fixed = batch_size if batch_size != "auto" else None
+    size = fixed or (_predicted(fn, arrays, kwargs, length) if batch_size == "auto" else None) or _advised(length)
     bar = _Progress(length) if progress else None
     results: list[Any] = []
     sizes: list[int] = []
@@ -54,7 +61,7 @@ def batched(
         try:
             results.append(fn(*(a[start:stop] for a in arrays), **kwargs))
         except Exception as error:
-            smaller = None if batch_size else _after_oom(error, stop - start)
+            smaller = None if fixed else _after_oom(error, stop - start)
             if smaller is None:
                 raise
             size = smaller
@@ -85,11 +92,13 @@ def _check(fn: Any, arrays: tuple[Any, ...], batch_size: Any, reduce: Any) -> in
             f"batched: the inputs have different lengths ({', '.join(map(str, lengths))}); they must have one "
             "sample per row each."
         )
-    if batch_size is not None and (
-        isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size <= 0
+    if (
+        batch_size is not None
+        and batch_size != "auto"
+        and (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size <= 0)
     ):
         raise ValueError(
-            f"batched: batch_size must be a whole number above 0 (or None to pick one), not {batch_size!r}."
+            f"batched: batch_size must be a whole number above 0 (or None or 'auto' to pick one), not {batch_size!r}."
         )
     if not callable(reduce) and reduce not in _REDUCE_NAMES:
         raise ValueError(
@@ -99,6 +108,20 @@ def _check(fn: Any, arrays: tuple[Any, ...], batch_size: Any, reduce: Any) -> in
     if lengths[0] == 0:
         raise ValueError("batched: the inputs are empty; there is nothing to run.")
     return lengths[0]
+
+
+def _predicted(fn: Callable[..., Any], arrays: tuple[Any, ...], kwargs: dict[str, Any], length: int) -> int | None:
+    """largest_batch's answer for ``fn`` on the first rows, at most all of them; None (said) where it has none."""
+    found = measured(
+        lambda *rows: fn(*rows, **kwargs),
+        lambda n: tuple(a[:n] for a in arrays),
+        sizes=[n for n in (2, 4, 8, 16) if n <= length] or [length],
+        at_most=length,
+    )
+    if not found.batch_size:
+        print(f"batched: no batch size predicted, so it goes on without one. {found.problem or ''}".strip())
+        return None
+    return found.batch_size
 
 
 def _advised(length: int) -> int:

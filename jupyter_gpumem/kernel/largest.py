@@ -133,6 +133,20 @@ def largest_batch(
     a line, the one from the conservative line through the largest sizes, and the result says so.
     ``verify``: one more step at the answer, its peak shown. If even the smallest size cannot fit (the limit is
     below what is held), nothing runs and the result says why."""
+    return measured(step, batch_of, limit=limit, margin=margin, sizes=sizes, verify=verify)
+
+
+def measured(
+    step: Callable[..., Any],
+    batch_of: Callable[[int], tuple[Any, ...]],
+    *,
+    limit: int | str | None = None,
+    margin: int | str | None = None,
+    sizes: Sequence[int] | None = None,
+    verify: bool = False,
+    at_most: int | None = None,
+) -> BatchFit:
+    """largest_batch, with no size measured or answered above ``at_most`` (batched: the rows there are)."""
     planned = _check(step, batch_of, sizes, verify)
     explicit = _size("limit", limit)
     margin_given = _size("margin", margin)
@@ -162,7 +176,7 @@ def largest_batch(
     points: list[tuple[int, int]] = []
     counted = ""
     warmed = jitted is not None
-    while (n := batchfit.next_size(points, planned, found.bytes, spare)) is not None:
+    while (n := batchfit.next_size(points, planned, found.bytes, spare, at_most=at_most)) is not None:
         if not warmed:
             step(*batch_of(n))
             warmed = True
@@ -183,7 +197,7 @@ def largest_batch(
     result = _with(result, fit=line)
     if line.per_sample <= 0:
         return _with(result, problem=_flat(points))
-    answer = batchfit.largest_under(line, found.bytes, spare)
+    answer = batchfit.largest_under(line, found.bytes, spare, at_most=at_most)
     if answer == 0:
         return _with(result, problem=_none_fits(line, found, spare))
     result = _with(result, batch_size=answer, problem=_past_limit(points, found.bytes))
