@@ -1,5 +1,6 @@
 """Notebook 7 (the `notebook` package), a real server and Debian's chromium: the GPU Memory sidebar loads in
-its right panel (no ILabShell there, no status bar) and the inline view works in its notebooks."""
+its right panel (no ILabShell there, no status bar) and the inline view works in its notebooks, its module from
+the labextension or, with the labextension disabled, from the server extension's static route."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from labserver import ARTIFACTS, SCENARIOS, Lab, open_notebook, run_cell, running_lab
 from playwright.sync_api import Page, expect
-from test_inline import BUDGET, grow
+from test_inline import BUDGET, fetched, grow
 
 pytestmark = pytest.mark.browser
 
@@ -18,6 +19,16 @@ pytestmark = pytest.mark.browser
 def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     scenario = (SCENARIOS / "sidebar.scenario").read_text()
     with running_lab(tmp_path_factory.mktemp("nb7"), scenario, app="notebook") as lab:
+        yield lab
+
+
+@pytest.fixture(scope="module")
+def bare_notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """Notebook 7 without jupyter-gpumem's labextension, its server extension running."""
+    scenario = (SCENARIOS / "sidebar.scenario").read_text()
+    with running_lab(
+        tmp_path_factory.mktemp("nb7-bare"), scenario, app="notebook", disabled=("jupyter-gpumem",)
+    ) as lab:
         yield lab
 
 
@@ -46,9 +57,11 @@ def test_the_sidebar_opens_in_notebook_7s_right_panel_and_streams(page: Page, no
     assert errors == []
 
 
-def test_the_inline_view_works_in_notebook_7_and_moves_while_a_cell_sleeps(page: Page, notebook7: Lab) -> None:
+def check_inline_view(page: Page, notebook7: Lab, name: str) -> None:
+    """A view in a Notebook 7 notebook: the stand-in's figures and chart, moving while a cell sleeps."""
     notebook7.set_scenario((SCENARIOS / "sidebar.scenario").read_text())
-    open_notebook(page, notebook7, "inline7.ipynb", [BUDGET, "%gpumem show", grow(notebook7, 6000, 5)])
+    open_notebook(page, notebook7, name, [BUDGET, "%gpumem show", grow(notebook7, 6000, 5)])
+    assert "/notebooks/" in page.url and page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"
     run_cell(page, 0)
     run_cell(page, 1)
     view = page.locator(".jp-GpuMem-inline").first
@@ -61,3 +74,28 @@ def test_the_inline_view_works_in_notebook_7_and_moves_while_a_cell_sleeps(page:
     expect(headline).to_contain_text("5.9 of 20.0 GiB budget (29%, not in force)", timeout=5_000)
     expect(cell.locator(".jp-InputPrompt")).to_have_text("[*]:")  # still running
     expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=15_000)
+    expect(view.locator(".jp-GpuMem-source")).to_have_count(0)  # no "view code from the kernel"
+
+
+def test_the_inline_view_works_in_notebook_7_and_moves_while_a_cell_sleeps(page: Page, notebook7: Lab) -> None:
+    """The view's module and plotly are the labextension's, already in the page: nothing fetched for them."""
+    paths = fetched(page)
+    check_inline_view(page, notebook7, "inline7.ipynb")
+    assert page.evaluate("() => window.jupyterapp.hasPlugin('jupyter-gpumem:inline')")
+    assert paths == []
+
+
+def test_the_inline_view_in_notebook_7_without_the_labextension_comes_from_the_servers_route(
+    page: Page, bare_notebook7: Lab
+) -> None:
+    """The module from the server extension's static route, resolved against Notebook 7's base URL: the entry,
+    plotly's chunk and the styles, once."""
+    paths = fetched(page)
+    check_inline_view(page, bare_notebook7, "bare7.ipynb")
+    assert not page.evaluate("() => window.jupyterapp.hasPlugin('jupyter-gpumem:inline')")  # really without it
+    assert sorted(re.sub(r"(\?v=.*|-[0-9A-Z]{8}\.js)$", "", p) for p in paths) == [
+        "/jupyter-gpumem/static/base.css",
+        "/jupyter-gpumem/static/chunk",
+        "/jupyter-gpumem/static/inline.js",
+        "/jupyter-gpumem/static/plotly-basic.min",
+    ]
