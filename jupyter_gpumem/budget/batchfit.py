@@ -22,6 +22,8 @@ TOLERANCE = 0.05
 FLOOR_BYTES = 4 * 1024
 # The sizes measured by default: small enough to run beside anything, far enough apart to show the slope.
 SIZES = (2, 4, 8, 16)
+# Slopes that rise by this factor from one pair of sizes to the next, twice, are memory growing as n² (fit).
+CURVING = 1.5
 # At most this many doublings past them, while the batch's part of the peak is still the smaller (next_size).
 EXTRA = 6
 
@@ -38,10 +40,11 @@ class Fit:
     linear: bool
     worst_residual: float
     from_size: int = 1  # the smallest size the line rests on: smaller ones were off it (fit's docstring)
+    per_square: float = 0.0  # bytes per n², for memory that grows faster than the batch (fit's docstring)
 
     def peak(self, n: int) -> float:
         """The predicted peak at batch size ``n``."""
-        return self.fixed + self.per_sample * n
+        return self.fixed + self.per_sample * n + self.per_square * n * n
 
 
 def fit(points: Sequence[tuple[int, int]]) -> Fit:
@@ -51,10 +54,12 @@ def fit(points: Sequence[tuple[int, int]]) -> Fit:
       5% of its own peak or 4 KiB of it, whichever is larger (TOLERANCE, FLOOR_BYTES). Where they do not, the
       largest sizes alone are tried, down to the largest three: at small sizes a step's peak is often another
       moment of it (its weights' gradients) than at large ones (its activations); ``from_size`` says where the
-      line starts. When not even those are on a line (memory that grows as n², attention), the line returned is
-      the conservative one: through the point of the largest size, at the steeper of the least-squares slope
-      and the slope between the two largest sizes, so that beyond the measured sizes it lies above both;
-      ``worst_residual`` is then that of all the points.
+      line starts. When not even those are on a line, and the peak grows ever faster over the four largest
+      sizes (each slope at least CURVING times the one before: attention's n²), the curve returned is the parabola through those three (``per_square``): exact for
+      n², cautious for anything between n and n², short for faster growth. Else (growth that slows down) it is
+      the cautious line: through the point of the largest size, at the steeper of the least-squares slope and
+      the slope between the two largest sizes, so that beyond the measured sizes it lies above both.
+      ``worst_residual`` is then that of all the points from the line.
     - Two sizes: the line through them; ``linear`` is False, as nothing checks it.
     - One size: the line through it and the origin (all of its peak counted as growing with n, which predicts
       more than any line with a fixed part); ``linear`` False.
@@ -80,6 +85,13 @@ def fit(points: Sequence[tuple[int, int]]) -> Fit:
                 return tail
     if every.linear:
         return every
+    if len(ordered) >= 4:
+        (m, q), (n0, p0), (n1, p1), (n2, p2) = ordered[-4:]
+        first, before, after = (p0 - q) / (n0 - m), (p1 - p0) / (n1 - n0), (p2 - p1) / (n2 - n1)
+        if 0 < first and before >= CURVING * first and after >= CURVING * before:
+            square = (after - before) / (n2 - n0)
+            slope = before - square * (n0 + n1)
+            return Fit(p0 - square * n0 * n0 - slope * n0, slope, False, every.worst_residual, n0, square)
     (n1, p1), (n2, p2) = ordered[-2], ordered[-1]
     steeper = max(every.per_sample, (p2 - p1) / (n2 - n1))
     top = max(p2, every.peak(n2))
@@ -102,12 +114,20 @@ def _least_squares(ordered: Sequence[tuple[int, int]]) -> Fit:
 
 
 def largest_under(fit: Fit, limit_bytes: int, margin_bytes: int, *, at_most: int | None = None) -> int:
-    """The largest n with ``fixed + per_sample * n <= limit_bytes - margin_bytes``; 0 when not even n = 1 fits.
+    """The largest n with ``fit.peak(n) <= limit_bytes - margin_bytes``; 0 when not even n = 1 fits.
 
     Where the peak does not grow with n (``per_sample`` <= 0: the step ignores the batch, or the allocator
     measured does not see its memory), the line sets no bound: the answer is ``at_most`` when the fixed part
     fits, and without ``at_most`` that is a ValueError, since no batch size follows from the line."""
     room = limit_bytes - margin_bytes
+    if fit.per_square > 0:
+        a, b, c = fit.per_square, fit.per_sample, fit.fixed - room
+        n = max(0, math.floor((-b + math.sqrt(max(0.0, b * b - 4 * a * c))) / (2 * a)))
+        while fit.peak(n + 1) <= room:
+            n += 1
+        while n > 0 and fit.peak(n) > room:
+            n -= 1
+        return n if at_most is None else min(n, at_most)
     if fit.per_sample <= 0:
         if fit.fixed > room:
             return 0
@@ -158,8 +178,8 @@ def next_size(
         return None
     (n1, p1), (n2, p2) = sorted(points)[-2:]
     slope = (p2 - p1) / (n2 - n1)
-    if slope <= 0 or slope * n2 >= p2 - slope * n2:
-        return None
+    if slope > 0 and slope * n2 >= p2 - slope * n2:
+        return None  # the batch makes most of the peak: its slope is seen
     if at_most is not None and 2 * n2 > at_most:
         return None
     return 2 * n2 if line.peak(2 * n2) <= room / 2 else None

@@ -195,7 +195,7 @@ def measured(
         return _with(result, problem=_no_room(found, spare))
     line = batchfit.fit(points)
     result = _with(result, fit=line)
-    if line.per_sample <= 0:
+    if line.per_sample <= 0 and line.per_square <= 0:
         return _with(result, problem=_flat(points))
     answer = batchfit.largest_under(line, found.bytes, spare, at_most=at_most)
     if answer == 0:
@@ -297,6 +297,8 @@ def _with(result: BatchFit, **changes: Any) -> BatchFit:
 def _line(fit: Fit) -> str:
     fixed = format_mib(round(fit.fixed)) if abs(fit.fixed) >= 1 << 20 else _small(round(fit.fixed))
     since = f", from batch {fit.from_size} on" if fit.linear and fit.from_size > 1 else ""
+    if fit.per_square > 0:
+        return f"{fixed} + {_small(round(fit.per_sample))} × n + {_small(round(fit.per_square))} × n² (not a line)"
     return f"{fixed} + {_small(round(fit.per_sample))} per sample ({'a line' if fit.linear else 'not a line'}{since})"
 
 
@@ -313,10 +315,16 @@ def _not_linear(fit: Fit, count: int) -> str:
             f"Only {count} size{'s' if count != 1 else ''} could be measured under the limit, so nothing checks "
             "that the peak grows in a line: the answer comes from the most cautious line through them."
         )
+    if fit.per_square > 0:
+        return (
+            f"The peaks are not on a line (one is {fit.worst_residual:.0%} off it): the memory grows faster than the "
+            "batch. The answer comes from the parabola through the three largest sizes, right for memory that grows "
+            "as n² (attention) and cautious for slower growth, but too large for faster: check it with verify=True."
+        )
     return (
-        f"The peaks are not on a line (one is {fit.worst_residual:.0%} off it): the memory grows faster or slower "
-        "than the batch. The answer comes from the line through the largest sizes, which is cautious for memory "
-        "that grows faster (such as attention's n²); check it with verify=True or a smaller batch."
+        f"The peaks are not on a line (one is {fit.worst_residual:.0%} off it): the memory does not grow in "
+        "proportion to the batch over the sizes measured. The answer comes from the line through the largest "
+        "sizes at the steeper of the slopes, cautious where the growth settles into a line; verify=True checks it."
     )
 
 

@@ -24,9 +24,16 @@ def test_a_point_off_the_line_by_more_than_five_percent_and_a_mib_is_not_linear(
     line = fit(square)
     assert not line.linear
     assert line.worst_residual > 0.05
-    # The conservative line: through the largest point, at least as steep as the last two points' slope.
-    assert line.peak(16) == pytest.approx(100 * MiB + 256 * 2 * MiB)
-    assert line.per_sample >= (square[3][1] - square[2][1]) / 8
+    # The parabola through the three largest: exact for n².
+    assert line.per_square == pytest.approx(2 * MiB) and line.peak(100) == pytest.approx(100 * MiB + 20000 * MiB)
+    assert largest_under(line, 100 * MiB + 2 * 99 * 99 * MiB, 0) == 99
+
+
+def test_memory_that_grows_slower_at_the_largest_sizes_gets_the_cautious_line():
+    points = [(2, 10 * MiB), (4, 20 * MiB), (8, 30 * MiB), (16, 36 * MiB)]
+    line = fit(points)
+    assert not line.linear and line.per_square == 0
+    assert line.peak(16) >= 36 * MiB and line.per_sample >= (36 - 30) * MiB / 8
 
 
 def test_small_wobbles_within_the_tolerance_keep_the_line():
