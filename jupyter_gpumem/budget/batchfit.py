@@ -55,10 +55,11 @@ def fit(points: Sequence[tuple[int, int]]) -> Fit:
       largest sizes alone are tried, down to the largest three: at small sizes a step's peak is often another
       moment of it (its weights' gradients) than at large ones (its activations); ``from_size`` says where the
       line starts. When not even those are on a line, and the peak grows ever faster over the four largest
-      sizes (each slope at least CURVING times the one before: attention's n²), the curve returned is the parabola through those three (``per_square``): exact for
-      n², cautious for anything between n and n², short for faster growth. Else (growth that slows down) it is
-      the cautious line: through the point of the largest size, at the steeper of the least-squares slope and
-      the slope between the two largest sizes, so that beyond the measured sizes it lies above both.
+      sizes (each slope at least CURVING times the one before: attention's n²), the curve returned is the
+      parabola through the three largest (``per_square``): exact for n², cautious for anything between n and
+      n², short for faster growth. Else the cautious line: through the point of the largest size, at the
+      steeper of the least-squares slope and the slope between the two largest sizes, so that beyond the
+      measured sizes it lies above both.
       ``worst_residual`` is then that of all the points from the line.
     - Two sizes: the line through them; ``linear`` is False, as nothing checks it.
     - One size: the line through it and the origin (all of its peak counted as growing with n, which predicts
@@ -88,7 +89,7 @@ def fit(points: Sequence[tuple[int, int]]) -> Fit:
     if len(ordered) >= 4:
         (m, q), (n0, p0), (n1, p1), (n2, p2) = ordered[-4:]
         first, before, after = (p0 - q) / (n0 - m), (p1 - p0) / (n1 - n0), (p2 - p1) / (n2 - n1)
-        if 0 < first and before >= CURVING * first and after >= CURVING * before:
+        if first > 0 and before >= CURVING * first and after >= CURVING * before:
             square = (after - before) / (n2 - n0)
             slope = before - square * (n0 + n1)
             return Fit(p0 - square * n0 * n0 - slope * n0, slope, False, every.worst_residual, n0, square)
