@@ -4,6 +4,7 @@ busy, two views, closing one; and the rich status rendered as a table."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 
@@ -14,6 +15,7 @@ from playwright.sync_api import Page, expect
 pytestmark = pytest.mark.browser
 
 BUDGET = "%load_ext jupyter_gpumem\n%gpumem fraction=0.5 framework=tensorflow"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 def grow(lab: Lab, own_mib: int, sleep_s: float) -> str:
@@ -242,3 +244,39 @@ def test_a_stopped_views_chart_stays_interactive_after_its_kernel_is_gone(page: 
     expect(plot.locator(".hoverlayer")).to_contain_text(re.compile(r"\d\d:\d\d:\d\d"))  # unified hover, to the second
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).screenshot(path=ARTIFACTS / "inline-view-stopped.png")
+
+
+def test_a_live_view_saved_with_its_widget_state_shows_its_last_picture_without_its_kernel(
+    page: Page, lab: Lab
+) -> None:
+    """JupyterLab's "Save Widget State Automatically": the view keeps its last sample and its chart's series,
+    decimated, in its widget state (set in the browser only); opened again without its kernel, it shows that
+    picture and says it is not live, instead of "Collecting…" for ever."""
+    settings = lab.root.parent / "settings" / "@jupyter-widgets" / "jupyterlab-manager" / "plugin.jupyterlab-settings"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text('{"saveState": true}')
+    lab.set_scenario((SCENARIOS / "sidebar.scenario").read_text())
+    open_notebook(page, lab, "saved-live.ipynb", [BUDGET, "%gpumem show"])
+    run_cell(page, 0)
+    run_cell(page, 1)
+    view = page.locator(".jp-GpuMem-inline")
+    expect(view.locator(".jp-GpuMem-headline")).to_have_text("3.1 of 20.0 GiB budget (15%, not in force)")
+    page.wait_for_timeout(6_500)  # the saved picture is brought up to date every 5 s
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+    state = json.loads((lab.root / "saved-live.ipynb").read_text())["metadata"]["widgets"]
+    [saved] = [m["state"]["_window"] for m in state[WIDGET_STATE]["state"].values() if "_window" in m["state"]]
+    assert saved["message"]["type"] == "sample" and 2 <= len(saved["series"]["t"]) <= 200
+    assert len(json.dumps(saved)) < 20_000 and "_esm" not in json.dumps(saved)
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.shutdown()")
+    page.goto(lab.notebook_url("saved-live.ipynb"))
+    expect(view.locator(".jp-GpuMem-headline")).to_have_text("3.1 of 20.0 GiB budget (15%, not in force)")
+    expect(view.locator(".jp-GpuMem-live")).to_have_text(
+        re.compile(r"^saved at \d\d:\d\d:\d\d · not live: its kernel is not running this view$")
+    )
+    expect(view.locator(".jp-GpuMem-plot .scatterlayer .traceown .js-line")).to_have_attribute("d", re.compile("L"))
+    expect(view.locator("tr.jp-GpuMem-self")).to_have_count(1)
+    expect(view.get_by_role("button", name="Stop")).to_be_hidden()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).screenshot(path=ARTIFACTS / "inline-view-saved.png")
+    settings.unlink()

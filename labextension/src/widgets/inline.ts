@@ -14,7 +14,14 @@
 import { setLine } from './dom';
 import { clock } from '../format/number';
 import { problemLine } from '../format/panel';
-import { History, chooseGpu, gpuKey } from '../model/history';
+import {
+  History,
+  ISeries,
+  chooseGpu,
+  decimate,
+  gpuKey
+} from '../model/history';
+import { readSeries } from '../model/saved';
 import {
   DEFAULT_HISTORY_S,
   DEFAULT_INTERVAL_S,
@@ -28,7 +35,18 @@ import { MemoryView, chooseIn } from './view';
 interface IModel {
   on(event: 'msg:custom', callback: (content: unknown) => void): void;
   send(content: Record<string, unknown>): void;
+  get(name: string): unknown;
+  set(name: string, value: unknown): void;
 }
+
+/** The widget state's own key for the saved picture: set in the browser only, never sent to the kernel, so
+ * that a notebook saved with its widget state (JupyterLab's "Save Widget State Automatically") and opened
+ * again without the view's kernel still shows its last picture: the last sample as it came, and the chart's
+ * series on its GPU decimated to SAVED_POINTS buckets (about 15 KB in all). */
+const WINDOW = '_window';
+const SAVED_POINTS = 100;
+/** How often the saved picture is brought up to date (ms): a save finds it at most this old. */
+const SAVE_EVERY_MS = 5000;
 
 /** JupyterLab's nullTranslator (Gettext.strfmt): %1 … %n filled in, the text as it is. */
 const trans = {
@@ -39,6 +57,15 @@ const trans = {
       .replace(/%% /g, '%')
 };
 
+interface ISaved {
+  /** The last sample message as the kernel sent it, read back by `receive`. */
+  message: unknown;
+  intervalS: number;
+  historyS: number;
+  gpu: string;
+  series: ISeries;
+}
+
 /** One model's figures, shared by every output that shows it (a view displayed twice); it lives as long as
  * the model (a WeakMap entry). */
 class Stream {
@@ -48,13 +75,19 @@ class Stream {
     Math.ceil(DEFAULT_HISTORY_S / DEFAULT_INTERVAL_S)
   );
   gpu: string | null = null;
+  /** The notebook's saved picture, shown until the kernel speaks (a view opened again without it). */
+  saved: { latest: Sample; series: ISeries } | null = null;
+  /** Whether the kernel has spoken to this model since the page loaded. */
+  live = false;
   /** Samples that came before the kernel answered `replay` (it answers once its cell is done): they go
    * after the history it replays. Null once it has. */
   private _early: Sample[] | null = [];
   private _listeners = new Set<() => void>();
+  private _savedAt = -Infinity;
 
   constructor(private readonly _model: IModel) {
     _model.on('msg:custom', this._receive);
+    this._restore(_model.get(WINDOW));
     _model.send({ type: 'replay' });
   }
 
@@ -67,11 +100,48 @@ class Stream {
     this._model.send({ type: 'stop' });
   }
 
+  /** Bring the saved picture up to date, at most every SAVE_EVERY_MS; `message`: the last sample's. */
+  save(message: unknown): void {
+    const now = performance.now();
+    const series =
+      this.gpu === null ? undefined : this.history.series(this.gpu);
+    if (now - this._savedAt < SAVE_EVERY_MS || !series || !series.t.length) {
+      return;
+    }
+    this._savedAt = now;
+    const last = series.t[series.t.length - 1];
+    const from = last - this.historyS * 1000;
+    const saved: ISaved = {
+      message,
+      intervalS: this.intervalS,
+      historyS: this.historyS,
+      gpu: this.gpu!,
+      series: decimate(series, (this.historyS * 1000) / SAVED_POINTS, from)
+    };
+    // NaN is not JSON: N/A figures are saved as null and read back as NaN.
+    this._model.set(WINDOW, JSON.parse(JSON.stringify(saved)));
+  }
+
+  private _restore(value: unknown): void {
+    const saved = value as Partial<ISaved> | undefined;
+    const message = saved ? receive(saved.message) : null;
+    const series = readSeries(saved?.series);
+    if (!saved || message?.type !== 'sample' || !series) {
+      return;
+    }
+    this.intervalS = Number(saved.intervalS) || DEFAULT_INTERVAL_S;
+    this.historyS = Number(saved.historyS) || DEFAULT_HISTORY_S;
+    this.gpu = typeof saved.gpu === 'string' ? saved.gpu : null;
+    this.saved = { latest: message.sample, series };
+  }
+
   private _receive = (content: unknown): void => {
     const message = receive(content);
     if (message === null) {
       return;
     }
+    this.live = true;
+    this.saved = null;
     if (message.type === 'hello') {
       const early = this._early ?? [];
       this._early = null;
@@ -84,6 +154,7 @@ class Stream {
     } else {
       this._early?.push(message.sample);
       this.history.push(message.sample);
+      this.save(content);
     }
     this._listeners.forEach(callback => callback());
   };
@@ -194,7 +265,8 @@ function render({
   }
 
   function paint(): void {
-    const latest: Sample | null = stream.history.latest;
+    const saved = stream.saved; // the notebook's saved picture, until the kernel speaks
+    const latest: Sample | null = saved?.latest ?? stream.history.latest;
     view.renderTop(latest);
     const gpus = latest && !latest.problem ? latest.gpus : [];
     view.body.hidden = gpus.length === 0;
@@ -208,30 +280,35 @@ function render({
             ? trans.__('The NVIDIA driver is loaded but reports no GPUs.')
             : null
     );
-    select.hidden = gpus.length < 2;
+    select.hidden = gpus.length < 2 || saved !== null;
     if (latest !== null && gpus.length > 0) {
-      stream.gpu = chooseGpu(gpus, stream.gpu)!;
-      chooseIn(select, gpus, stream.gpu, trans);
-      const gpu = gpus.find(g => gpuKey(g) === stream.gpu)!;
-      view.render(
-        latest,
-        gpu,
-        stream.history.series(stream.gpu),
-        stream.historyS * 1000,
-        false
-      );
+      const key = saved ? stream.gpu : chooseGpu(gpus, stream.gpu);
+      stream.gpu = key;
+      chooseIn(select, gpus, key ?? '', trans);
+      const gpu = gpus.find(g => gpuKey(g) === stream.gpu);
+      view.body.hidden = !gpu;
+      if (gpu) {
+        const series = saved?.series ?? stream.history.series(gpuKey(gpu));
+        view.render(latest, gpu, series, stream.historyS * 1000, false);
+      }
     }
     // After the chart, as view.ts orders its lines: plotly reads the layout first, not yet stale.
     setLine(
       live,
-      latest
-        ? trans.__(
-            'live · %1 · every %2 s',
-            clock(latest.t * 1000, true),
-            stream.intervalS
-          )
-        : null
+      latest === null
+        ? null
+        : stream.live
+          ? trans.__(
+              'live · %1 · every %2 s',
+              clock(latest.t * 1000, true),
+              stream.intervalS
+            )
+          : trans.__(
+              'saved at %1 · not live: its kernel is not running this view',
+              clock(latest.t * 1000, true)
+            )
     );
+    stop.hidden = !stream.live;
   }
 
   const unlisten = stream.listen(schedule);
