@@ -149,3 +149,39 @@ def test_jax_a_jitted_step_is_measured_by_xla_without_running_it(kernel_with):
     # 1 KiB a sample (the batch and tanh's result) under 64 MiB less 5%, less the weights' 256 KiB.
     assert 55_000 < found["batch"] < 64 * 1024
     assert "JAX does not count memory on its CPU device (memory_stats() is None)" in found["plain"]
+
+
+def test_batched_auto_predicts_its_batch_under_the_budget_and_runs_nothing_larger(kernel_with):
+    kernel = on_gpu(kernel_with)
+    assert kernel.run(TORCH_SETUP).status == "ok"
+    # 1 GiB less the 450 MiB overhead: 574 MiB for the step, less its 5% margin; 8 MiB a row (a half-MiB row
+    # repeated 8 times, then doubled): about 68 rows a batch.
+    assert kernel.run("%gpumem limit=1GiB framework=pytorch").status == "ok"
+    reply = kernel.run(
+        "def total(x):\n    seen.append(len(x)); return (x.repeat(1, 8) * 2).sum(dim=1)\n"
+        "x = torch.ones(300, 131072)\n"
+        "sums = jupyter_gpumem.batched(total, x, batch_size='auto', reduce='concat', progress=False)\n"
+        "print(json.dumps({'seen': seen, 'right': bool((sums == 16 * 131072).all()), 'rows': len(sums)}))",
+        timeout=120,
+    )
+    assert reply.status == "ok", reply.error
+    found = json.loads(reply.stdout.strip().splitlines()[-1])
+    assert found["right"] and found["rows"] == 300  # the whole input, in batches, combined
+    measured, batches = found["seen"][:5], found["seen"][5:]  # a warm-up, then 2, 4, 8, 16
+    assert measured == [2, 2, 4, 8, 16]
+    predicted = max(batches)
+    assert 55 <= predicted <= 68 and sum(batches) == 300 and all(b <= predicted for b in batches)
+
+
+def test_tensorflow_without_its_bfc_allocator_on_the_cpu_says_what_to_set(kernel_with):
+    kernel = on_gpu(kernel_with)
+    reply = kernel.run(
+        "import tensorflow as tf, jupyter_gpumem\n"
+        "seen = []\n"
+        "def step(x):\n    seen.append(int(x.shape[0])); tf.reduce_sum(x * 2)\n"
+        "r = jupyter_gpumem.largest_batch(step, lambda n: (tf.zeros((n, 256)),), limit='64MiB')\n"
+        "print(r.batch_size, seen)\nprint(r)",
+        timeout=120,
+    )
+    assert reply.status == "ok", reply.error
+    assert "TF_CPU_ALLOCATOR_USE_BFC=true" in reply.stdout, reply.stdout
