@@ -17,6 +17,8 @@ import {
   figure,
   timeTicks,
   fromLocal,
+  liveRange,
+  picture,
   toLocal,
   xRange,
   yScale
@@ -261,12 +263,73 @@ test('the scales: x spans the data (two minutes at least), y the larger of peak 
   assert.equal(fig.layout.xaxis!.hoverformat, '%H:%M:%S'); // the hover's time to the second
 });
 
-test('one point per pixel column over an hour, the peaks kept', () => {
+test('at most two points per pixel column over an hour, the peaks kept', () => {
   const spike = 1800;
   const s = history(3600, i => (i >= spike && i < spike + 3 ? 3 * GiB : GiB));
   const own = figure(args(s), trans).data.at(-1) as { y: number[] };
   assert.ok(own.y.length <= 250, `${own.y.length}`);
   assert.equal(Math.max(...own.y), 3); // a 3-second spike survives the decimation
+});
+
+test('live, the x range steps a bucket at a time, and covers the newest sample', () => {
+  const t = seconds(3601);
+  const plotW = 250 - MARGIN.l - MARGIN.r; // an hour in 30-second buckets
+  const [x0, x1] = liveRange(t, 3_600_000, plotW);
+  assert.equal(x1 - x0, 3_600_000);
+  assert.equal(x1 % 30_000, 0);
+  assert.ok(x1 >= t[3600] && x1 - t[3600] < 30_000);
+  // The next samples in the same bucket leave the range where it was.
+  const later = liveRange(seconds(3602), 3_600_000, plotW);
+  assert.deepEqual(x1 - t[3600] >= 1000 ? later : [x0, x1], [x0, x1]);
+  // The shortest range is the data's own until the data is longer.
+  assert.deepEqual(liveRange(seconds(21), 3_600_000, plotW), [
+    T0,
+    T0 + MIN_SPAN_MS
+  ]);
+});
+
+test('a sample that moves no pixel leaves the picture as it was; one that does changes it', () => {
+  const s = history(3600, () => 2 * GiB);
+  s.budget = s.own.map(() => 4 * GiB);
+  const next = (mib: number) => {
+    s.t.push(s.t[s.t.length - 1] + 1000);
+    for (const f of [
+      'own',
+      'framework',
+      'others',
+      'total',
+      'budget'
+    ] as const) {
+      s[f].push(s[f][s[f].length - 1]);
+    }
+    s.own[s.own.length - 1] = 2 * GiB + mib * MiB;
+  };
+  // Thirty seconds at a figure 4 MiB up (a seventh of a pixel): the range steps once (a 30-second
+  // bucket) and the line's end moves a pixel every 17 s; the other samples change nothing.
+  let drawn = picture(figure(args(s), trans));
+  let changes = 0;
+  for (let i = 0; i < 30; i++) {
+    next(4);
+    const shown = picture(figure(args(s), trans));
+    changes += shown === drawn ? 0 : 1;
+    drawn = shown;
+  }
+  assert.ok(
+    changes >= 1 && changes <= 3,
+    `${changes} of 30 samples changed it`
+  );
+  // A jump of a GiB is many pixels: a new picture.
+  next(1024);
+  assert.notEqual(picture(figure(args(s), trans)), drawn);
+  // So is a line hidden, another size, or a zoom.
+  const again = history(3600, () => 2 * GiB);
+  const base = picture(figure(args(again), trans));
+  assert.equal(picture(figure(args(again), trans)), base);
+  const hidden = new Set(['others']);
+  assert.notEqual(picture(figure(args(again, { hidden }), trans)), base);
+  assert.notEqual(picture(figure(args(again, { width: 600 }), trans)), base);
+  const range: [number, number] = [T0 + 60_000, T0 + 120_000];
+  assert.notEqual(picture(figure(args(again, { range }), trans)), base);
 });
 
 test("a zoom on the user's range draws it at full resolution, the y scale unchanged", () => {

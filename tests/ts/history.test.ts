@@ -136,23 +136,36 @@ test('an N/A figure is a gap (NaN), never 0', () => {
   assert.ok(Number.isNaN(history.series(GPU_B)!.own[0]));
 });
 
-test('decimation keeps one point per time bucket and never smooths a peak away', () => {
+test("decimation keeps each time bucket's lowest and highest figure: a peak never vanishes, nor a dip", () => {
   const history = new History(3600);
   for (let i = 0; i < 3600; i++) {
-    history.push(at(1763740800 + i, i === 1234 ? 4000 : 1000));
+    const mib = i === 1234 ? 4000 : i === 2345 ? 0 : 1000;
+    history.push(at(1763740800 + i, mib));
   }
   const shown = decimate(history.series(GPU_B)!, 20_000); // an hour on 180 pixels
   assert.ok(
-    shown.t.length >= 180 && shown.t.length <= 181,
+    shown.t.length >= 360 && shown.t.length <= 362,
     `${shown.t.length}`
-  );
+  ); // two points a bucket
   assert.equal(shown.own.filter(v => v === 4000 * MiB).length, 1);
   assert.equal(Math.max(...shown.own), 4000 * MiB);
+  assert.equal(Math.min(...shown.own), 0);
   assert.equal(shown.t[shown.t.length - 1], (1763740800 + 3599) * 1000);
   assert.ok(shown.t.every((t, i) => i === 0 || t > shown.t[i - 1]));
 });
 
-test('buckets are aligned to time, so a new sample changes only the last point', () => {
+test('a bucket shows its figures in the order they came: a fall stays a fall', () => {
+  const history = new History(100);
+  for (let i = 0; i < 10; i++) {
+    history.push(at(i, [3000, 5000, 1000, 2000][i % 4]));
+  }
+  const shown = decimate(history.series(GPU_B)!, 10_000);
+  assert.deepEqual(shown.t, [0, 9000]);
+  // Up to 5000 first, then down to 1000: the highest before the lowest.
+  assert.deepEqual(shown.own, [5000 * MiB, 1000 * MiB]);
+});
+
+test('buckets are aligned to time, so a new sample changes only the last bucket', () => {
   const history = new History(600);
   for (let i = 0; i < 300; i++) {
     history.push(at(1763740800 + i, 1000 + i));
@@ -160,7 +173,7 @@ test('buckets are aligned to time, so a new sample changes only the last point',
   const before = decimate(history.series(GPU_B)!, 10_000);
   history.push(at(1763740800 + 300, 5000));
   const after = decimate(history.series(GPU_B)!, 10_000);
-  const same = Math.min(before.t.length, after.t.length) - 1;
+  const same = Math.min(before.t.length, after.t.length) - 2;
   assert.deepEqual(after.own.slice(0, same), before.own.slice(0, same));
   assert.equal(after.own[after.own.length - 1], 5000 * MiB);
 });
@@ -171,20 +184,22 @@ test('decimation starts where the chart does', () => {
     history.push(at(i, 1000 + i));
   }
   const shown = decimate(history.series(GPU_B)!, 10_000, 50_000);
-  assert.equal(shown.t[0], 59_000); // a bucket's point is at its last sample: 50–59 s
-  assert.equal(shown.own[0], 1059 * MiB);
-  assert.equal(shown.t.length, 5);
+  // A bucket's two points are at its first and last sample: 50 and 59 s, its lowest and highest.
+  assert.deepEqual(shown.t.slice(0, 2), [50_000, 59_000]);
+  assert.deepEqual(shown.own.slice(0, 2), [1050 * MiB, 1059 * MiB]);
+  assert.equal(shown.t.length, 10);
 });
 
-test('decimation keeps a gap where a whole bucket was N/A', () => {
+test('decimation keeps a gap where a whole bucket was N/A, and one sample is one point', () => {
   const history = new History(100);
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 91; i++) {
     history.push(at(i, i >= 50 && i < 60 ? null : 1000));
   }
   const shown = decimate(history.series(GPU_B)!, 10_000);
-  assert.equal(shown.t.length, 10);
-  assert.ok(Number.isNaN(shown.own[5]));
-  assert.equal(shown.own[4], 1000 * MiB);
+  assert.equal(shown.t.length, 19); // nine buckets of ten samples, and one of one (90 s)
+  assert.ok(Number.isNaN(shown.own[10]) && Number.isNaN(shown.own[11]));
+  assert.equal(shown.own[9], 1000 * MiB);
+  assert.equal(shown.t[18], 90_000);
 });
 
 test('at first look the panel shows the GPU with a budget, else the one in use, else the first', () => {

@@ -185,10 +185,12 @@ function withCells(cells: Cell[], news: Cell[]): Cell[] {
 }
 
 /**
- * One point per `bucketMs` of time from `from` to `to`: each bucket keeps its largest value (a memory
- * peak must never be smoothed away) at the time of its last sample. Buckets are aligned to
- * multiples of `bucketMs`, so a new sample changes only the last bucket. A bucket whose values are
- * all NaN stays NaN, so gaps stay gaps. Over-budget marks are kept as they are.
+ * What a chart `bucketMs` to a pixel column can show of the series from `from` to `to`: each bucket's
+ * lowest and highest value (a memory peak must never be smoothed away, nor a dip between two peaks),
+ * as two points at the times of its first and last sample, in the order they came; a bucket of one
+ * sample, one point. Buckets are aligned to multiples of `bucketMs`, so a new sample changes only the
+ * last bucket's points. A bucket whose values are all NaN stays NaN, so gaps stay gaps. Over-budget
+ * marks and cells are kept as they are.
  */
 export function decimate(
   series: ISeries,
@@ -199,31 +201,60 @@ export function decimate(
   const out = emptySeries();
   out.marks = series.marks; // few already
   out.cells = series.cells;
-  const n = series.t.length;
-  let bucket = NaN;
+  const t = series.t;
+  const n = t.length;
   let i = 0;
-  while (i < n && series.t[i] < from) {
+  while (i < n && t[i] < from) {
     i++;
   }
-  for (; i < n && series.t[i] <= to; i++) {
-    const key = Math.floor(series.t[i] / bucketMs);
-    const last = out.t.length - 1;
-    if (key !== bucket) {
-      bucket = key;
-      out.t.push(series.t[i]);
+  while (i < n && t[i] <= to) {
+    const key = Math.floor(t[i] / bucketMs);
+    let end = i + 1;
+    while (end < n && t[end] <= to && Math.floor(t[end] / bucketMs) === key) {
+      end++;
+    }
+    const last = end - 1;
+    if (last === i) {
+      out.t.push(t[i]);
       for (const field of FIELDS) {
         out[field].push(series[field][i]);
       }
-      continue;
-    }
-    out.t[last] = series.t[i];
-    for (const field of FIELDS) {
-      const v = series[field][i];
-      const peak = out[field][last];
-      if (!Number.isNaN(v) && (Number.isNaN(peak) || v > peak)) {
-        out[field][last] = v;
+    } else {
+      out.t.push(t[i], t[last]);
+      for (const field of FIELDS) {
+        const [first, second] = extremes(series[field], i, end);
+        out[field].push(first, second);
       }
     }
+    i = end;
   }
   return out;
+}
+
+/** The lowest and highest of `values[from..to)`, in the order they came; NaN (N/A) left out unless
+ * all are. */
+function extremes(
+  values: number[],
+  from: number,
+  to: number
+): [number, number] {
+  let lo = NaN;
+  let hi = NaN;
+  let loAt = -1;
+  let hiAt = -1;
+  for (let i = from; i < to; i++) {
+    const v = values[i];
+    if (Number.isNaN(v)) {
+      continue;
+    }
+    if (!(v >= lo)) {
+      lo = v; // NaN compares false: the first figure is the lowest so far
+      loAt = i;
+    }
+    if (!(v <= hi)) {
+      hi = v;
+      hiAt = i;
+    }
+  }
+  return loAt <= hiAt ? [lo, hi] : [hi, lo];
 }

@@ -4,7 +4,9 @@
  * file keeps it live: the size, the theme's colours, the user's zoom or pan, which pauses the chart
  * on that range until a double-click or "Back to live", and the lines they hid. The legend, the unit
  * and the total's note are HTML around the plot, set only when they change (plotly would draw them
- * again every update); the PNG the mode bar's camera saves has them all, drawn by plotly.
+ * again every update); the PNG the mode bar's camera saves has them all, drawn by plotly. Plotly
+ * draws only when the picture changes (figure.ts's `picture`): any new data is a whole replot in
+ * plotly (its react, restyle and extendTraces alike), so the samples that move no pixel cost none.
  */
 
 import type {
@@ -24,7 +26,8 @@ import {
   MARGIN,
   axisTime,
   figure,
-  fromLocal
+  fromLocal,
+  picture
 } from './figure';
 import { ISeries } from '../model/history';
 
@@ -86,8 +89,10 @@ export class Chart {
   private _legendShown = '';
   /** The lines the user hid from the legend (uids); they stay hidden through live updates. */
   private readonly _hidden = new Set<string>();
-  /** The figure last drawn: the picture the camera saves. */
+  /** The figure last shown: the picture the camera saves. */
   private _fig: IFigure | null = null;
+  /** What plotly drew last (figure.ts's `picture`); '' when plotly may show anything else. */
+  private _picture = '';
   private _plotly: Plotly | null = null;
   private _colours: IColours | null = null;
   private _width = 0;
@@ -240,8 +245,19 @@ export class Chart {
   }
 
   private _show(fig: IFigure): void {
-    const plot = this.plot;
     this._fig = fig;
+    const shown = picture(fig);
+    if (shown !== this._picture) {
+      this._picture = shown;
+      this._react(fig);
+    } // else not a pixel would change: plotly is left as it is
+    setLine(this._unit, fig.unit);
+    setLine(this._note, fig.note);
+    this._showLegend(fig.legend);
+  }
+
+  private _react(fig: IFigure): void {
+    const plot = this.plot;
     plot.dataset.x0 = String(fig.x0);
     plot.dataset.x1 = String(fig.x1);
     plot.dataset.yTop = String(fig.yTop);
@@ -256,9 +272,6 @@ export class Chart {
       { ...fig.layout, ...LIVE },
       config
     );
-    setLine(this._unit, fig.unit);
-    setLine(this._note, fig.note);
-    this._showLegend(fig.legend);
     if (!this._drawn) {
       this._drawn = true;
       this._placeholder.hidden = true;
@@ -366,6 +379,7 @@ export class Chart {
 
   /** A zoom or pan by the user: follow their range; plotly's own reset: back to live. */
   private _onRelayout = (event: PlotRelayoutEvent): void => {
+    this._picture = ''; // plotly drew a range of its own
     const whole = (event as { 'xaxis.range'?: unknown[] })['xaxis.range'];
     const range = whole ?? [event['xaxis.range[0]'], event['xaxis.range[1]']];
     const [a, b] = range.map(axisTime).map(fromLocal);

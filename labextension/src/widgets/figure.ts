@@ -3,7 +3,9 @@
  * draws it), so its content and scales are tested in node. Scales that tell the story: x spans the
  * data (at least MIN_SPAN_MS, at most the history window), y reaches the larger of this kernel's
  * peak and its budget, not the device's total, which is a line when it fits and a note at the top
- * when it does not. About one point per pixel column, each keeping its bucket's peak. It joins the
+ * when it does not. Live, the x range steps by whole buckets of about a pixel column, whose lowest
+ * and highest figures are drawn, so a sample that moves no pixel leaves the figure's picture as it
+ * was (chart.ts then draws nothing). It joins the
  * model's decimation and format's words, which only the widgets' layer may do.
  */
 
@@ -55,6 +57,27 @@ export function bucketMs(spanMs: number, plotWidth: number): number {
     }
   }
   return Math.ceil(wanted / 3_600_000) * 3_600_000;
+}
+
+/**
+ * The live x range: xRange's, its end moved up to the next bucket boundary (buckets of `bucketMs`
+ * for that span), so that the range, and every bucket's place on the plot, moves once per bucket, not
+ * with every sample: between, a sample moves no point by more than its own bucket's width. The
+ * shortest range (MIN_SPAN_MS from the first sample, while the data is shorter) stays as it is.
+ */
+export function liveRange(
+  t: number[],
+  windowMs: number,
+  plotWidth: number
+): [number, number] {
+  const [x0, x1] = xRange(t, windowMs);
+  const last = t[t.length - 1];
+  if (x1 > last) {
+    return [x0, x1];
+  }
+  const step = bucketMs(x1 - x0, plotWidth);
+  const end = Math.ceil(last / step) * step;
+  return end - x0 > windowMs ? [end - windowMs, end] : [x0, end];
 }
 
 function peak(values: number[]): number {
@@ -291,7 +314,7 @@ function translucent(colour: string, alpha: number): string | undefined {
 export function figure(args: IFigureArgs, trans: Trans): IFigure {
   const { series: full, colours, width, height } = args;
   const plotW = Math.max(1, width - MARGIN.l - MARGIN.r);
-  const [x0, x1] = args.range ?? xRange(full.t, args.windowMs);
+  const [x0, x1] = args.range ?? liveRange(full.t, args.windowMs, plotW);
   // Zoomed, the points cover a span either side as well, so a pan shows data at once.
   const span = x1 - x0;
   const [from, to] = args.range ? [x0 - span, x1 + span] : [x0, Infinity];
@@ -516,4 +539,37 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     x1,
     yTop: scale.top
   };
+}
+
+/**
+ * What plotly would draw of a figure, as text: each point in whole pixels of the plot (a gap as a
+ * gap), and all else it is given (scales, ticks, colours, names, hovers) as it is. Two figures with the
+ * same picture look the same to the pixel: chart.ts draws only when the picture changes. A hover
+ * then may show a figure up to a pixel's worth older than the headline's.
+ */
+export function picture(fig: IFigure): string {
+  const { layout } = fig;
+  const plotW = Math.max(1, (layout.width ?? 0) - MARGIN.l - MARGIN.r);
+  const plotH = Math.max(1, (layout.height ?? 0) - MARGIN.t - MARGIN.b);
+  const [a, b] = layout.xaxis!.range as [number, number];
+  const xSize = plotW / Math.max(1, b - a);
+  const ySize = plotH / Math.max(1e-9, fig.yTop / GiB);
+  const at = (v: number | null, from: number, size: number) =>
+    v === null ? '' : Math.round((v - from) * size);
+  const traces = fig.data.map(trace => {
+    const { x, y, ...rest } = trace as {
+      x: (number | null)[];
+      y: (number | null)[];
+    };
+    // A point on the pixel of the one before it draws nothing more.
+    const points: string[] = [];
+    x.forEach((v, i) => {
+      const point = `${at(v, a, xSize)} ${at(y[i], 0, ySize)}`;
+      if (point !== points[points.length - 1]) {
+        points.push(point);
+      }
+    });
+    return `${JSON.stringify(rest)}|${points.join()}`;
+  });
+  return [JSON.stringify(layout), ...traces].join('\n');
 }
