@@ -21,6 +21,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 from jupyter_gpumem import standin
+from jupyter_gpumem.i18n import build as catalogues
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCENARIOS = FIXTURES / "scenarios"
@@ -30,6 +31,10 @@ _BUILD_VARIABLE = "JUPYTER_GPUMEM_TEST_STANDIN_DIR"
 def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get(_BUILD_VARIABLE):
         return
+    # The catalogues' .mo and .json (gitignored), which kernels and JupyterLab read, rebuilt when a .po is newer.
+    checkout = Path(__file__).parents[1]
+    if catalogues.stale(checkout / "jupyter_gpumem" / "locale"):
+        catalogues.build(checkout / "jupyter_gpumem" / "locale", catalogues.checkout_version(checkout))
     directory = Path(tempfile.mkdtemp(prefix="gpumem-standin-"))
     standin.build(directory / "current")
     standin.build(directory / "without-v3", without_v3=True)

@@ -11,6 +11,11 @@ code with its values (worded in its place), or a list of these (``{name:or}`` jo
 time of day, without seconds when the values' ``now`` is a minute or more before it. None is a size or MiB figure
 not known ("N/A"); anywhere else None, like any other value, has no words (TypeError), as the sidebar shows the
 sentence instead. A whole float reads as an integer: JSON does not tell them apart.
+
+Another language's template is the English one through gettext (``jupyter_gpumem.i18n``), the code as its context:
+``catalogue("ja_JP")`` maps each code to its Japanese template, English where the ``.po`` leaves it untranslated,
+and ``word`` uses the catalogue of the language in use. A ``Said`` as a ``str`` stays English (the wire's sentence
+fields); ``Said.words()`` is its words in the language in use.
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ import json
 import re
 import time
 from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any, Union
 
+from jupyter_gpumem import i18n
 from jupyter_gpumem.units import format_duration, format_gib_or_mib, format_mib
 from jupyter_gpumem.wire.generated import comm_v1
 
@@ -41,12 +48,16 @@ class Said(str):
     values: Mapping[str, Value]
 
     def __new__(cls, code: comm_v1.Code, **values: Value) -> Said:
-        said = super().__new__(cls, word(code, values))
+        said = super().__new__(cls, word(code, values, CATALOGUE))
         said.code, said.values = code, values
         return said
 
     def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle: a Said is made from its code, never its words
         return _said, (self.code, dict(self.values))
+
+    def words(self) -> str:
+        """Its words in the language in use (``i18n.use_language``); its ``str`` in English."""
+        return word(self.code, self.values)
 
     def wire(self) -> comm_v1.Said:
         """The code and values as the wire carries them (comm.v1.json ``$defs/said``)."""
@@ -71,9 +82,24 @@ def wire(text: str | None) -> comm_v1.Said | None:
     return text.wire() if isinstance(text, Said) else None
 
 
-def word(code: str, values: Mapping[str, Any], catalogue: Mapping[str, str] = CATALOGUE) -> str:
-    """The words of ``code`` with ``values``, as a catalogue has them. A value a template names and the values
-    leave out is a programming error (KeyError); tests/words checks every producer sends them."""
+@cache
+def _translated(language: str) -> Mapping[str, str]:
+    translation = i18n.translation(language)
+    return {code: translation.pgettext(code, template) for code, template in CATALOGUE.items()}
+
+
+def catalogue(language: str | None = None) -> Mapping[str, str]:
+    """Code -> template in ``language`` ("ja_JP", "zh_CN"; None: the language in use), English for any code its
+    catalogue leaves untranslated. What the hub page and the inline view inline for a language."""
+    language = i18n.language() if language is None else language
+    return CATALOGUE if language == i18n.ENGLISH else _translated(language)
+
+
+def word(code: str, values: Mapping[str, Any], catalogue: Mapping[str, str] | None = None) -> str:
+    """The words of ``code`` with ``values``, as a catalogue has them (None: the language in use's). A value a
+    template names and the values leave out is a programming error (KeyError); tests/words checks every producer
+    sends them."""
+    catalogue = _catalogue(catalogue)
 
     def one(match: re.Match[str]) -> str:
         name, spec = match.group(1), match.group(2)
@@ -82,15 +108,21 @@ def word(code: str, values: Mapping[str, Any], catalogue: Mapping[str, str] = CA
     return PLACEHOLDER.sub(one, catalogue[code])
 
 
-def word_wire(said: Mapping[str, Any], catalogue: Mapping[str, str] = CATALOGUE) -> str:
+def word_wire(said: Mapping[str, Any], catalogue: Mapping[str, str] | None = None) -> str:
     """The words of a code and its values as they came off the wire (``wire()``'s shape)."""
     return word(said["code"], said.get("values") or {}, catalogue)
+
+
+def _catalogue(given: Mapping[str, str] | None) -> Mapping[str, str]:
+    return catalogue() if given is None else given
 
 
 def _format(name: str, value: Any, spec: str | None, values: Mapping[str, Any], catalogue: Mapping[str, str]) -> str:
     if isinstance(value, Mapping):
         return word_wire(value, catalogue)
-    if isinstance(value, str):  # a Said is its words already; any other string is data
+    if isinstance(value, Said):  # its str is English: worded again in this catalogue's language
+        return word(value.code, value.values, catalogue)
+    if isinstance(value, str):  # data
         return value
     if isinstance(value, list | tuple):
         assert spec in JOINS, f"{name}: a list needs a join ({', '.join(JOINS)})"

@@ -1,0 +1,153 @@
+"""The message template (``locale/jupyter_gpumem.pot``) and the update of each language's ``.po`` from it: a
+developer's step, ``jlpm i18n:extract``, which needs Node for the TypeScript half and is never part of a build.
+
+Three sources, one domain:
+
+- the sidebar's messages, found by ``labextension/scripts/i18n-extract.mjs`` (the TypeScript compiler's parse of
+  every ``__``, ``_n``, ``_p``, ``_np`` call) and handed here as a JSON list;
+- Python's, ``pybabel extract``'s way (babel's Python extractor) with the keywords ``_``, ``gettext``,
+  ``ngettext`` and ``pgettext`` of ``jupyter_gpumem.i18n``;
+- every code of ``words/en.json``: the code as the context, its English template as the msgid.
+
+Then babel's update merges the template into each ``.po``: translations kept, a changed message marked fuzzy,
+one no longer found dropped.
+
+    python -m jupyter_gpumem.i18n.extract build/i18n-typescript.json
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from babel.messages.catalog import Catalog, Message
+from babel.messages.extract import extract_from_dir
+from babel.messages.pofile import read_po, write_po
+
+from jupyter_gpumem.i18n.build import DOMAIN, checkout_version
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "jupyter_gpumem"
+LOCALE_DIR = PACKAGE / "locale"
+TEMPLATE = LOCALE_DIR / f"{DOMAIN}.pot"
+CODES = PACKAGE / "words" / "en.json"
+LANGUAGES = ("ja_JP", "zh_CN")
+KEYWORDS: dict[str, Any] = {"_": None, "gettext": None, "ngettext": (1, 2), "pgettext": ((1, "c"), 2)}
+
+Location = tuple[str, int]
+Found = tuple[Location, str | tuple[str, ...], str | None]  # where, msgid (or singular and plural), context
+
+
+def typescript(messages: list[dict[str, Any]]) -> Iterator[Found]:
+    """The messages i18n-extract.mjs found: ``{"file", "line", "msgid", "msgid_plural"?, "msgctxt"?}``."""
+    for m in messages:
+        msgid = (m["msgid"], m["msgid_plural"]) if m.get("msgid_plural") is not None else m["msgid"]
+        yield (m["file"], m["line"]), msgid, m.get("msgctxt")
+
+
+def python() -> Iterator[Found]:
+    """The package's literal ``_``/``gettext``/``ngettext``/``pgettext`` calls (none outside i18n itself, whose
+    own calls pass variables and are skipped)."""
+    skip = {"labextension", "static", "i18n", "__pycache__"}
+    for filename, line, msgid, _comments, context in extract_from_dir(
+        PACKAGE,
+        method_map=[("**.py", "python")],
+        keywords=KEYWORDS,
+        callback=None,
+        strip_comment_tags=True,
+        directory_filter=lambda path: Path(path).name not in skip,
+    ):
+        yield (f"jupyter_gpumem/{Path(filename).as_posix()}", line), msgid, context
+
+
+def codes() -> Iterator[Found]:
+    """Every code of the English catalogue, its template as the msgid, the code as its context."""
+    text = CODES.read_text(encoding="utf-8")
+    lines = {m.group(1): text.count("\n", 0, m.start()) + 1 for m in re.finditer(r'^\s*"(\w+)":', text, re.M)}
+    for code, template in json.loads(text).items():
+        yield (CODES.relative_to(ROOT).as_posix(), lines[code]), template, code
+
+
+def template(ts_messages: list[dict[str, Any]], creation_date: datetime | None = None) -> Catalog:
+    """The message template from the three sources, in their order (the sidebar's, Python's, the codes)."""
+    catalog = Catalog(
+        domain=DOMAIN,
+        project="jupyter-gpumem",
+        version=checkout_version(ROOT),
+        copyright_holder="jupyter-gpumem contributors",
+        msgid_bugs_address="https://github.com/jupyter-gpumem/jupyter-gpumem/issues",
+        creation_date=creation_date,
+        charset="utf-8",
+    )
+    for source, python_format in ((typescript(ts_messages), False), (python(), True), (codes(), False)):
+        for location, msgid, context in source:
+            message = catalog.get(msgid[0] if isinstance(msgid, tuple) else msgid, context)
+            if message is None:
+                message = catalog.add(msgid, locations=[location], context=context)
+            elif location not in message.locations:
+                message.locations.append(location)
+            if not python_format:  # %1 and {name} are not Python's %-format, whatever babel's guess
+                message.flags.discard("python-format")
+    return catalog
+
+
+def keys(catalog: Catalog) -> set[tuple[str | None, str | tuple[str, ...]]]:
+    """(context, msgid) of each message; a plural's msgid is (singular, plural)."""
+    return {(m.context, tuple(m.id) if isinstance(m.id, tuple | list) else m.id) for m in catalog if m.id}
+
+
+def translated(message: Message) -> bool:
+    """Whether every form of a message has its words, and they are not fuzzy."""
+    forms = message.string if isinstance(message.string, tuple | list) else (message.string,)
+    return all(forms) and not message.fuzzy
+
+
+def read(path: Path, locale: str | None = None) -> Catalog:
+    with path.open("rb") as f:
+        return read_po(f, locale=locale, domain=DOMAIN)
+
+
+def write(path: Path, catalog: Catalog) -> None:
+    with path.open("wb") as f:
+        write_po(f, catalog, ignore_obsolete=True, include_previous=False)
+
+
+def main(ts_json: Path) -> None:
+    found = json.loads(ts_json.read_text(encoding="utf-8"))
+    pot = template(found)
+    if TEMPLATE.is_file():  # the same messages keep the old date, so an unchanged .pot stays byte for byte
+        old = read(TEMPLATE)
+        if keys(old) == keys(pot) and [m.locations for m in old] == [m.locations for m in pot]:
+            pot = template(found, old.creation_date if isinstance(old.creation_date, datetime) else None)
+    TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
+    write(TEMPLATE, pot)
+    print(f"i18n:extract: {len(pot)} messages in {TEMPLATE.relative_to(ROOT)}", file=sys.stderr)
+    for language in LANGUAGES:
+        po_path = LOCALE_DIR / language / "LC_MESSAGES" / f"{DOMAIN}.po"
+        if po_path.is_file():
+            po = read(po_path, language)
+        else:  # pybabel init's way: a new language's catalogue, every message untranslated
+            po = Catalog(
+                locale=language,
+                domain=DOMAIN,
+                project=pot.project,
+                version=pot.version,
+                copyright_holder=pot.copyright_holder,
+                msgid_bugs_address=pot.msgid_bugs_address,
+                charset="utf-8",
+                fuzzy=False,
+            )
+            po_path.parent.mkdir(parents=True, exist_ok=True)
+        po.update(pot, update_creation_date=True)
+        write(po_path, po)
+        done = sum(1 for m in po if m.id and translated(m))
+        print(f"i18n:extract: {po_path.relative_to(ROOT)}: {done} of {len(po)} translated", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
