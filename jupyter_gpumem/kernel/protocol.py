@@ -168,6 +168,7 @@ def sample_message(sample: Sample) -> SampleMessage:
 class Configure:
     interval_s: float
     history_s: float
+    language: str | None = None  # the interface's BCP 47 tag ("ja-JP"); None: the sidebar did not say
 
 
 def check_settings(interval_s: object, history_s: object) -> Configure:
@@ -200,4 +201,5 @@ def parse_request(data: object) -> Configure:
     if problem is not None:
         raise ProtocolError(problem)
     message = cast(ConfigureMessage, data)
-    return check_settings(message["interval_s"], message["history_s"])
+    settings = check_settings(message["interval_s"], message["history_s"])
+    return Configure(settings.interval_s, settings.history_s, message.get("language"))

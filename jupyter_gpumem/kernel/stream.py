@@ -21,6 +21,7 @@ from typing import NamedTuple
 import comm
 from comm.base_comm import BaseComm, MessageType
 
+from jupyter_gpumem import i18n
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Snapshot
 from jupyter_gpumem.gpu.snapshot import reader
@@ -162,6 +163,9 @@ class Stream:
             log.warning("jupyter-gpumem: dropped a message from the sidebar: %s", error)
             return
         self.sampler.configure(settings.interval_s, settings.history_s)
+        if settings.language is not None:
+            # The interface's language: %gpumem words in it from now on, as the sidebar around it does.
+            i18n.use_language(settings.language)
 
     def _closed(self, closed: BaseComm) -> None:
         # A frontend closed it. The sampler keeps sampling, so the next connect replays the history.

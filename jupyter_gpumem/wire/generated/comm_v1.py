@@ -24,7 +24,7 @@ class CommMessage(TypedDict):
 
 class Configure(TypedDict):
     """
-    Frontend to kernel: new settings (Settings → GPU Memory).
+    Frontend to kernel: new settings (Settings → GPU Memory), and the interface's language after each hello.
     """
 
     protocol: Literal[1]
@@ -42,6 +42,10 @@ class Configure(TypedDict):
     history_s: float
     """
     The history window in seconds.
+    """
+    language: NotRequired[str]
+    """
+    The interface's language, a BCP 47 tag as JupyterLab's translator names it ("ja-JP", "zh-CN", "en"): the kernel words its own output (%gpumem's) in it from then on. Absent (a sidebar before 0.2.0): the kernel keeps the language of its locale (LANGUAGE, LC_ALL, LC_MESSAGES, LANG).
     """
 
 

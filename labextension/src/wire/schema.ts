@@ -60,7 +60,12 @@ export const COMM_SCHEMA = {
         protocol: { const: 1 },
         type: { const: 'configure' },
         interval_s: { type: 'number', minimum: 0.2, maximum: 10 },
-        history_s: { type: 'number', minimum: 10, maximum: 86400 }
+        history_s: { type: 'number', minimum: 10, maximum: 86400 },
+        language: {
+          type: 'string',
+          maxLength: 35,
+          pattern: '^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$'
+        }
       }
     },
     sample: {

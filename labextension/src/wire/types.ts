@@ -499,7 +499,7 @@ export interface SampleMessage {
   sample: Sample;
 }
 /**
- * Frontend to kernel: new settings (Settings → GPU Memory).
+ * Frontend to kernel: new settings (Settings → GPU Memory), and the interface's language after each hello.
  */
 export interface Configure {
   /**
@@ -518,6 +518,10 @@ export interface Configure {
    * The history window in seconds.
    */
   history_s: number;
+  /**
+   * The interface's language, a BCP 47 tag as JupyterLab's translator names it ("ja-JP", "zh-CN", "en"): the kernel words its own output (%gpumem's) in it from then on. Absent (a sidebar before 0.2.0): the kernel keeps the language of its locale (LANGUAGE, LC_ALL, LC_MESSAGES, LANG).
+   */
+  language?: string;
 }
 
 /**
