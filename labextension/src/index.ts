@@ -30,7 +30,7 @@ import { readSettings } from './wire/protocol';
 import { IServerKernels, ServerKernels } from './model/serverkernels';
 import { GpuMemStatus } from './widgets/statusbar';
 import inlineView from './widgets/inline';
-import { LABEXTENSION_KEY } from './widgets/loader';
+import { IInlineModule, LABEXTENSION_KEY } from './widgets/loader';
 
 const PLUGIN_ID = 'jupyter-gpumem:plugin';
 const COMMAND = 'jupyter-gpumem:open';
@@ -60,8 +60,14 @@ const kernels: JupyterFrontEndPlugin<KernelFollower> = {
     registry: ISettingRegistry | null,
     translator: ITranslator | null
   ) => {
-    const trans = (translator ?? nullTranslator).load(DOMAIN);
-    const follower = new KernelFollower(tracker, readSettings(null));
+    translator ??= nullTranslator;
+    const trans = translator.load(DOMAIN);
+    // The page's language for the whole life of the page (changing it reloads the page).
+    const follower = new KernelFollower(
+      tracker,
+      readSettings(null),
+      translator.languageCode
+    );
     // The server's word about a kernel (its idle culler): a toast that stays until dismissed, naming the
     // notebook, since "this kernel" may not be the one in front of the user.
     follower.noticed.connect((_, { notice, kernel }) => {
@@ -199,8 +205,19 @@ const inline: JupyterFrontEndPlugin<void> = {
   description:
     "The inline view's module, for its loader: no second copy of it or of plotly in the page.",
   autoStart: true,
-  activate: () => {
-    (globalThis as Record<symbol, unknown>)[LABEXTENSION_KEY] = inlineView;
+  optional: [ITranslator],
+  activate: (app: JupyterFrontEnd, translator: ITranslator | null) => {
+    // The view in this page words in the page's language; from the server's route or the kernel it has
+    // no translator and words in English (docs/i18n-plumbing.md).
+    const trans = (translator ?? nullTranslator).load(DOMAIN);
+    const module: IInlineModule = {
+      render: props =>
+        inlineView.render({
+          ...(props as Parameters<typeof inlineView.render>[0]),
+          trans
+        })
+    };
+    (globalThis as Record<symbol, unknown>)[LABEXTENSION_KEY] = module;
   }
 };
 

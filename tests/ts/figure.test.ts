@@ -24,7 +24,7 @@ import {
   yScale
 } from '../../labextension/src/widgets/figure';
 import { ISeries } from '../../labextension/src/model/history';
-import { strfmt } from './fixtures';
+import { trans } from './fixtures';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
@@ -95,8 +95,6 @@ test('a kernel that holds nothing and has no budget scales to the others; nothin
   const empty = yScale(series([NaN], [NaN], [NaN]));
   assert.equal(empty.top, 300 * MiB);
 });
-
-const trans = { __: strfmt };
 
 const COLOURS: IColours = {
   own: '#1976d2',

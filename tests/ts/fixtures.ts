@@ -29,11 +29,32 @@ export function strfmt(message: string, ...args: unknown[]): string {
     .replace(/%% /g, '%');
 }
 
-/** A bundle with no translations, as the sidebar gets without a language pack. */
-export const trans = { __: strfmt };
+/** A bundle with no translations, as the sidebar gets without a language pack: `_n`'s %1 is n, as in
+ * JupyterLab's Gettext, and a context changes nothing. */
+export const trans = {
+  __: strfmt,
+  _n: (singular: string, plural: string, n: number, ...args: unknown[]) =>
+    strfmt(n === 1 ? singular : plural, n, ...args),
+  _p: (_context: string, message: string, ...args: unknown[]) =>
+    strfmt(message, ...args)
+};
 
-/** A pseudo-language: every phrase comes back in ⟦brackets⟧, so a test sees which text went
- * through the bundle and which did not. */
+/** What the pseudo-language below was asked, by kind: `_p`'s contexts, `_n`'s counts. */
+export const asked: { contexts: string[]; counts: number[] } = {
+  contexts: [],
+  counts: []
+};
+
+/** A pseudo-language: every phrase comes back in ⟦brackets⟧ (a plural in ⟦n|…⟧, a phrase in a context
+ * in ⟦context|…⟧), so a test sees which text went through the bundle, and how, and which did not. */
 export const bracketed = {
-  __: (message: string, ...args: unknown[]) => `⟦${strfmt(message, ...args)}⟧`
+  __: (message: string, ...args: unknown[]) => `⟦${strfmt(message, ...args)}⟧`,
+  _n: (singular: string, plural: string, n: number, ...args: unknown[]) => {
+    asked.counts.push(n);
+    return `⟦n|${strfmt(n === 1 ? singular : plural, n, ...args)}⟧`;
+  },
+  _p: (context: string, message: string, ...args: unknown[]) => {
+    asked.contexts.push(context);
+    return `⟦${context}|${strfmt(message, ...args)}⟧`;
+  }
 };

@@ -28,6 +28,7 @@ import {
   uiText
 } from '../../labextension/src/format/panel';
 import { printable } from '../../labextension/src/format/printable';
+import { ENGLISH, word } from '../../labextension/src/format/words';
 import {
   statusText,
   statusTooltip
@@ -45,7 +46,7 @@ import type {
   SampleGpu,
   SampleMessage
 } from '../../labextension/src/wire/types';
-import { bracketed, fixture, trans } from './fixtures';
+import { asked, bracketed, fixture, trans } from './fixtures';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
@@ -525,9 +526,11 @@ test('every phrase goes through the translation bundle', () => {
     markTitle({ t: 0, reason: 'x', reasonSaid: null }, t),
     totalAbove(GiB, t),
     pausedOn(0, 1000, t),
-    ...Object.values(chartWords(t)),
+    ...Object.entries(chartWords(t))
+      .filter(([key]) => key !== 'hoverFigure') // a figure and its unit (below)
+      .map(([, text]) => text),
     processNote({ lost: true, processesKnown: true }, t),
-    columnTitle('usedBytes', t),
+    columnTitle('name', t),
     ...Object.values(chartLabels('TensorFlow', t)),
     ...Object.values(uiText(t)),
     ...Object.values(processCells(PROCESS, t)).filter(
@@ -537,6 +540,52 @@ test('every phrase goes through the translation bundle', () => {
   for (const line of lines) {
     assert.match(line ?? 'null', /^⟦.*⟧$/s, `not translated: ${line}`);
   }
+});
+
+test('a count is one plural message, a code is worded in its own context, a chart word in the chart’s', () => {
+  const t = bracketed;
+  asked.contexts.length = 0;
+  asked.counts.length = 0;
+  const [gpu0, gpu1] = (
+    parseMessage(fixture('sample_privacy.json')) as SampleMessage
+  ).sample.gpus;
+  // One `_n` per count, never two `__` chosen in the code (a language with other plural rules is right).
+  assert.equal(
+    othersNote(gpu0, t),
+    '⟦other users: ⟦n|1 process⟧, 5.8 GiB⟧ (⟦bob: ⟦n|1 process⟧, 5.8 GiB⟧)'
+  );
+  assert.match(
+    othersNote(gpu1, t)!,
+    /^⟦other users: ⟦n\|2 processes⟧, ⟦N\/A⟧⟧/
+  );
+  assert.deepEqual(asked.counts, [1, 1, 2, 1, 1]);
+  // The chart's line names have their own context: a legend 250 px wide may want shorter words.
+  assert.deepEqual(Object.values(chartLabels(null, t)), [
+    '⟦chart|this kernel⟧',
+    '⟦chart|framework in use⟧',
+    '⟦chart|others⟧',
+    '⟦chart|budget⟧',
+    '⟦chart|device total⟧'
+  ]);
+  // A code's template: msgctxt is the code (Python's pgettext(code, template)), the values put in after.
+  const plain = Object.keys(ENGLISH).filter(c => !ENGLISH[c].includes('{'));
+  assert.ok(plain.length > 0);
+  for (const code of plain) {
+    assert.equal(word({ code, values: {} }, t), `⟦${code}|${ENGLISH[code]}⟧`);
+  }
+});
+
+test('figures and units are never words to translate: "3.1 GiB", "45 s", "78%" as nvidia-smi writes them', () => {
+  const t = bracketed;
+  assert.equal(formatBytes(380 * MiB, t), '380 MiB');
+  assert.equal(formatBytes(8192 * MiB, t), '8.0 GiB');
+  assert.equal(columnTitle('usedBytes', t), 'MiB');
+  assert.equal(chartWords(t).hoverFigure, '%{y:.2f} GiB');
+  assert.equal(totalAbove(GiB, t), '⟦device total 1.0 GiB ↑⟧');
+  assert.equal(
+    channelLine('stalled', '12', t),
+    '⟦No figures from the kernel for 12 s — reconnecting…⟧'
+  );
 });
 
 function containerGpus(): SampleGpu[] {

@@ -47,10 +47,10 @@ function words(c: ICase): unknown {
     return formatBytes(c.bytes, trans);
   }
   if (c.share !== undefined) {
-    return budgetShare(c.share[0], c.share[1], trans);
+    return budgetShare(c.share[0], c.share[1]);
   }
   if (c.seconds !== undefined) {
-    return duration(c.seconds, trans);
+    return duration(c.seconds);
   }
   if (c.t !== undefined) {
     return clock(c.t * 1000, true);

@@ -15,6 +15,7 @@ import {
   receive
 } from '../../labextension/src/wire/protocol';
 import type { Hello, SampleMessage } from '../../labextension/src/wire/types';
+import { Channel } from '../../labextension/src/model/channel';
 import { fixture, malformed } from './fixtures';
 
 const MiB = 1024 ** 2;
@@ -320,4 +321,68 @@ test('settings missing from the registry get the defaults; set ones are read in 
     intervalS: 0.5,
     historyS: 1800
   });
+});
+
+test('the interface’s language rides on configure, and a configure without one is the fixture', () => {
+  assert.deepEqual(
+    configureMessage({ intervalS: 2, historyS: 1800 }, 'ja-JP'),
+    {
+      ...(fixture('configure.json') as object),
+      language: 'ja-JP'
+    }
+  );
+  assert.deepEqual(
+    configureMessage({ intervalS: 2, historyS: 1800 }, null),
+    fixture('configure.json')
+  );
+});
+
+test('the sidebar tells a kernel the interface’s language after its hello and with every configure', () => {
+  const globals = globalThis as unknown as { window?: unknown };
+  const hadWindow = 'window' in globals;
+  globals.window ??= globalThis;
+  let attach: ((comm: unknown, msg: unknown) => void) | null = null;
+  const noop = () => undefined;
+  const kernel = {
+    registerCommTarget: (_: string, callback: typeof attach) => {
+      attach = callback;
+    },
+    removeCommTarget: noop,
+    statusChanged: { connect: noop, disconnect: noop },
+    isDisposed: false
+  };
+  const sent: unknown[] = [];
+  const comm = { isDisposed: false, send: (data: unknown) => sent.push(data) };
+  const channel = new Channel(
+    kernel as unknown as ConstructorParameters<typeof Channel>[0],
+    { intervalS: 1, historyS: 900 },
+    'ja-JP'
+  );
+  try {
+    const hello = fixture('hello.json') as Hello;
+    attach!(comm, { content: { data: hello } });
+    assert.equal(channel.state, 'streaming');
+    channel.configure({ intervalS: 5, historyS: 600 });
+    assert.deepEqual(sent, [
+      {
+        protocol: 1,
+        type: 'configure',
+        interval_s: hello.interval_s,
+        history_s: hello.history_s,
+        language: 'ja-JP'
+      },
+      {
+        protocol: 1,
+        type: 'configure',
+        interval_s: 5,
+        history_s: 600,
+        language: 'ja-JP'
+      }
+    ]);
+  } finally {
+    channel.dispose();
+    if (!hadWindow) {
+      delete globals.window;
+    }
+  }
 });

@@ -313,7 +313,8 @@ test('a template goes through the translation bundle before its values are put i
       },
       bracketed
     ),
-    '⟦JAX ⟦takes 75% of the memory of every GPU it can see when it starts (and keeps it)⟧⟧'
+    // Each template with its code as its context (msgctxt), as Python's pgettext(code, template).
+    '⟦framework_takes|JAX ⟦takes_jax|takes 75% of the memory of every GPU it can see when it starts (and keeps it)⟧⟧'
   );
 });
 

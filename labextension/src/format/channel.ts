@@ -25,8 +25,8 @@ export function channelLine(
       return trans.__('Kernel restarted — reconnecting…');
     case 'stalled':
       return trans.__(
-        'No figures from the kernel for %1 s — reconnecting…',
-        detail
+        'No figures from the kernel for %1 — reconnecting…',
+        `${detail} s`
       );
     case 'missing':
       return trans.__(

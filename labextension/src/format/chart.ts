@@ -20,13 +20,14 @@ export function chartLabels(
   trans: Trans
 ): IChartLabels {
   return {
-    own: trans.__('this kernel'),
+    // A line's name in a legend 250 px wide: its own, shorter words where a language has them.
+    own: trans._p('chart', 'this kernel'),
     framework: framework
-      ? trans.__('%1 in use', printable(framework))
-      : trans.__('framework in use'),
-    others: trans.__('others'),
-    budget: trans.__('budget'),
-    total: trans.__('device total')
+      ? trans._p('chart', '%1 in use', printable(framework))
+      : trans._p('chart', 'framework in use'),
+    others: trans._p('chart', 'others'),
+    budget: trans._p('chart', 'budget'),
+    total: trans._p('chart', 'device total')
   };
 }
 
@@ -70,8 +71,9 @@ export function cellTitle(
   return cell.error ? trans.__('%1 (error)', name) : name;
 }
 
-/** The chart's words that are not figures: a figure in its hover (a plotly template on the value
- * in GiB; a gap has no hover), the way back from a zoomed range to the live view. */
+/** The chart's words and its hover's figure (a plotly template on the value in GiB, the unit as
+ * nvidia-smi writes it in every language; a gap has no hover), the way back from a zoomed range to the
+ * live view. */
 export function chartWords(trans: Trans): {
   hoverFigure: string;
   backToLive: string;
@@ -79,7 +81,7 @@ export function chartWords(trans: Trans): {
   download: string;
 } {
   return {
-    hoverFigure: trans.__('%1 GiB', '%{y:.2f}'),
+    hoverFigure: '%{y:.2f} GiB',
     backToLive: trans.__('Back to live'),
     legend: trans.__('Lines on the chart: a click hides or shows one'),
     download: trans.__('Download the chart as a PNG')

@@ -71,7 +71,7 @@ export function kernelCells(
   if (row.busy) {
     parts.push(trans.__('busy'));
   } else if (row.idleS !== null) {
-    parts.push(trans.__('idle %1', duration(row.idleS, trans)));
+    parts.push(trans.__('idle %1', duration(row.idleS)));
   }
   const levels = row.gpus.map(g =>
     g.usedBytes === null || g.budgetBytes === null
@@ -115,16 +115,12 @@ export function kernelsSummary(rows: IKernelRow[], trans: Trans): string {
   const line =
     kernels === 0
       ? trans.__('No kernel on this server holds GPU memory')
-      : kernels === 1
-        ? trans.__(
-            '1 kernel on this server holds %1 of GPU memory',
-            formatBytes(bytes, trans)
-          )
-        : trans.__(
-            '%1 kernels on this server hold %2 of GPU memory',
-            kernels,
-            formatBytes(bytes, trans)
-          );
+      : trans._n(
+          '%1 kernel on this server holds %2 of GPU memory',
+          '%1 kernels on this server hold %2 of GPU memory',
+          kernels,
+          formatBytes(bytes, trans)
+        );
   return unknown > 0 ? trans.__('%1 (N/A for %2 more)', line, unknown) : line;
 }
 

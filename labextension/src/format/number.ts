@@ -38,16 +38,16 @@ function tenthsText(tenths: bigint): string {
 }
 
 /** "3.1 GiB" from 1 GiB up, "512 MiB" below (the unit chosen on the exact bytes); null: "N/A" (the
- * driver cannot tell), never 0. */
+ * driver cannot tell), never 0. The unit is nvidia-smi's in every language: not a phrase to translate. */
 export function formatBytes(value: number | null, trans: Trans): string {
   if (value === null) {
     return trans.__('N/A');
   }
   const size = whole(value);
   if (size >= GIB) {
-    return trans.__('%1 GiB', tenthsText(nearest(10n * size, GIB)));
+    return `${tenthsText(nearest(10n * size, GIB))} GiB`;
   }
-  return trans.__('%1 MiB', String(nearest(size, MIB)));
+  return `${nearest(size, MIB)} MiB`;
 }
 
 /** Own and budget in the budget's unit: ["3.1", "4.0", "GiB"] or ["177", "512", "MiB"]. */
@@ -71,11 +71,9 @@ export function againstBudget(
 
 /** "79%": own against budget, a share the headline shows (157 of 200 MiB is 78.5%: 79%); "∞"
  * against a zero budget. */
-export function budgetShare(own: number, budget: number, trans: Trans): string {
+export function budgetShare(own: number, budget: number): string {
   const bytes = whole(budget);
-  return bytes > 0n
-    ? trans.__('%1%', String(nearest(100n * whole(own), bytes)))
-    : '∞';
+  return bytes > 0n ? `${nearest(100n * whole(own), bytes)}%` : '∞';
 }
 
 /** The process table's memory column: whole MiB, as nvidia-smi's process table counts them. */
@@ -118,17 +116,16 @@ export function axisNumber(value: number): string {
 }
 
 /** "45 s", "30 min", "2 h 5 min": an idle time as people say it, whole seconds or minutes a half up;
- * the unit chosen on the rounded figure, so 59.5 s reads "1 min" (units.format_duration). */
-export function duration(seconds: number, trans: Trans): string {
+ * the unit chosen on the rounded figure, so 59.5 s reads "1 min" (units.format_duration). The units
+ * stay as written in every language (docs/glossary.md): figures a test compares across languages. */
+export function duration(seconds: number): string {
   if (Math.round(seconds) < 60) {
-    return trans.__('%1 s', Math.round(seconds));
+    return `${Math.round(seconds)} s`;
   }
   const minutes = Math.round(seconds / 60);
   if (minutes < 120) {
-    return trans.__('%1 min', minutes);
+    return `${minutes} min`;
   }
   const hours = Math.floor(minutes / 60);
-  return minutes % 60
-    ? trans.__('%1 h %2 min', hours, minutes % 60)
-    : trans.__('%1 h', hours);
+  return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
 }

@@ -126,7 +126,7 @@ export function headline(
     };
   }
   const [own, budget, unit] = againstBudget(ownBytes, budgetBytes);
-  const share = budgetShare(ownBytes, budgetBytes, trans);
+  const share = budgetShare(ownBytes, budgetBytes);
   return {
     text: trans.__(
       '%1 of %2 %3 budget (%4)',

@@ -17,7 +17,7 @@ export function columnTitle(column: Column, trans: Trans): string {
     case 'user':
       return trans.__('User');
     case 'usedBytes':
-      return trans.__('MiB');
+      return 'MiB'; // nvidia-smi's unit, in every language
     case 'cpuPercent':
       return trans.__('CPU %');
   }
@@ -81,9 +81,7 @@ export function processCells(p: GpuProcess, trans: Trans): ICells {
 }
 
 function processCount(count: number, trans: Trans): string {
-  return count === 1
-    ? trans.__('%1 process', count)
-    : trans.__('%1 processes', count);
+  return trans._n('%1 process', '%1 processes', count);
 }
 
 /**

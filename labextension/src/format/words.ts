@@ -2,7 +2,8 @@
  * Codes on the wire, words at the surface (docs/protocol.md, "Codes and words"): a reason, problem or
  * note arrives as a code with its values, and is worded here from a language's catalogue by the rule
  * jupyter_gpumem/words/__init__.py's word() follows. Each template goes through the translation bundle
- * before its values are put in, so a language pack can translate it as it does any other phrase.
+ * before its values are put in, with the code as its context (`msgctxt`, docs/i18n-plumbing.md): the
+ * domain's catalogues translate it as Python's `pgettext(code, template)` does.
  *
  * catalogue/en.json is jupyter_gpumem/words/en.json, copied where tsc and the bundlers take it from
  * (tests/ts/words.test.ts fails when the copy differs); a language is one more catalogue.
@@ -38,7 +39,7 @@ function template(code: string, catalogue: Catalogue, trans: Trans): string {
   if (!Object.prototype.hasOwnProperty.call(catalogue, code)) {
     throw new Unworded(code);
   }
-  return trans.__(catalogue[code]);
+  return trans._p(code, catalogue[code]); // i18n: catalogue
 }
 
 /** Python's `{:g}`: six significant digits, trailing zeros dropped, an exponent below 1e-4 and from 1e6. */
@@ -94,10 +95,10 @@ function format(
     return clock(value * 1000, !minuteAhead);
   }
   if (spec === 'mib' || name.endsWith('_bytes')) {
-    return trans.__('%1 MiB', mibFigure(value));
+    return `${mibFigure(value)} MiB`;
   }
   if (name.endsWith('_s')) {
-    return duration(value, trans);
+    return duration(value);
   }
   return general(value);
 }

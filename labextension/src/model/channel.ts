@@ -59,9 +59,12 @@ export class Channel implements IDisposable {
   /** Incompatible: the protocol and release of the kernel (format/channel.ts's incompatibleLine words them). */
   refused: VersionError | null = null;
 
+  /** `language`: the interface's (JupyterLab's `translator.languageCode`), sent to the kernel with each
+   * configure and after each hello, so `%gpumem` words in it; null: the kernel keeps its locale's. */
   constructor(
     readonly kernel: Kernel.IKernelConnection,
-    private _settings: ISettings
+    private _settings: ISettings,
+    private readonly _language: string | null = null
   ) {
     this.history = new History(this._capacity());
     // On every kernel we might follow: a kernel-opened comm with no registered target is closed
@@ -131,7 +134,7 @@ export class Channel implements IDisposable {
     this.history.capacity = this._capacity();
     if (this._comm && !this._comm.isDisposed) {
       // Spread: a JSONObject has an index signature, which a generated interface has not.
-      this._comm.send({ ...configureMessage(settings) });
+      this._comm.send({ ...configureMessage(settings, this._language) });
     }
   }
 
@@ -150,6 +153,12 @@ export class Channel implements IDisposable {
       };
       this.history.capacity = Math.ceil(message.historyS / message.intervalS);
       this.history.reset(message.history);
+      if (this._language !== null && this._comm && !this._comm.isDisposed) {
+        // The kernel's settings as it just said them (nothing changes there), and the interface's language.
+        this._comm.send({
+          ...configureMessage(this._settings, this._language)
+        });
+      }
     } else {
       this.history.push(message.sample);
       const notice = message.sample.notice;

@@ -37,9 +37,11 @@ export class KernelFollower implements IDisposable {
   private _noticed = new Signal<this, INoticed>(this);
   private _disposed = false;
 
+  /** `language`: the interface's, told to every kernel it follows (Channel). */
   constructor(
     private readonly _tracker: INotebookTracker,
-    private _settings: ISettings
+    private _settings: ISettings,
+    private readonly _language: string | null = null
   ) {
     _tracker.forEach(notebook => this._watch(notebook));
     _tracker.widgetAdded.connect((_, notebook) => this._watch(notebook));
@@ -100,7 +102,7 @@ export class KernelFollower implements IDisposable {
   private _channelFor(kernel: Kernel.IKernelConnection): Channel {
     let channel = this._channels.get(kernel);
     if (!channel) {
-      channel = new Channel(kernel, this._settings);
+      channel = new Channel(kernel, this._settings, this._language);
       channel.noticed.connect((_, notice) =>
         this._noticed.emit({ notice, kernel })
       );

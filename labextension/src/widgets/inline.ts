@@ -27,6 +27,7 @@ import {
   DEFAULT_INTERVAL_S,
   receive
 } from '../wire/protocol';
+import type { Trans } from '../format/trans';
 import type { Sample } from '../wire/types';
 import type { ISource } from './loader';
 import { MemoryView, chooseIn } from './view';
@@ -48,13 +49,20 @@ const SAVED_POINTS = 100;
 /** How often the saved picture is brought up to date (ms): a save finds it at most this old. */
 const SAVE_EVERY_MS = 5000;
 
-/** JupyterLab's nullTranslator (Gettext.strfmt): %1 … %n filled in, the text as it is. */
-const trans = {
-  __: (message: string, ...args: unknown[]): string =>
-    message
-      .replace(/%%/g, '%% ')
-      .replace(/%(\d+)/g, (_, n) => String(args[Number(n) - 1]))
-      .replace(/%% /g, '%')
+/** JupyterLab's nullTranslator (Gettext.strfmt): %1 … %n filled in, the text as it is (English), n as
+ * `_n`'s %1. Where the module is loaded from the server's route or the kernel there is no lab translator
+ * (docs/i18n-plumbing.md, open points); from the labextension, index.ts passes the lab's bundle. */
+const strfmt = (message: string, ...args: unknown[]): string =>
+  message
+    .replace(/%%/g, '%% ')
+    .replace(/%(\d+)/g, (_, n) => String(args[Number(n) - 1]))
+    .replace(/%% /g, '%');
+const nullTrans: Trans = {
+  __: strfmt,
+  _n: (singular: string, plural: string, n: number, ...args: unknown[]) =>
+    strfmt(n === 1 ? singular : plural, n, ...args),
+  _p: (_context: string, message: string, ...args: unknown[]) =>
+    strfmt(message, ...args)
 };
 
 interface ISaved {
@@ -172,11 +180,11 @@ function streamOf(model: IModel): Stream {
 }
 
 /** What the module cost the notebook's connection, where it came from the kernel. */
-function sourceLine(source: ISource | undefined): string | null {
+function sourceLine(source: ISource | undefined, trans: Trans): string | null {
   return source?.how === 'kernel'
     ? trans.__(
-        'view code from the kernel: %1 MB a page (no jupyter-gpumem server extension here)',
-        (source.bytes / 1e6).toFixed(1)
+        'view code from the kernel: %1 a page (no jupyter-gpumem server extension here)',
+        `${(source.bytes / 1e6).toFixed(1)} MB`
       )
     : null;
 }
@@ -184,11 +192,14 @@ function sourceLine(source: ISource | undefined): string | null {
 function render({
   model,
   el,
-  source
+  source,
+  trans = nullTrans
 }: {
   model: IModel;
   el: HTMLElement;
   source?: ISource;
+  /** The lab's bundle of the `jupyter_gpumem` domain, where the labextension gave the module. */
+  trans?: Trans;
 }): () => void {
   const stream = streamOf(model);
   const root = document.createElement('div');
@@ -245,7 +256,7 @@ function render({
   const live = document.createElement('span');
   live.className = 'jp-GpuMem-live';
   footer.appendChild(live);
-  const cost = sourceLine(source);
+  const cost = sourceLine(source, trans);
   if (cost) {
     const note = document.createElement('div');
     note.className = 'jp-GpuMem-source';
@@ -299,9 +310,9 @@ function render({
         ? null
         : stream.live
           ? trans.__(
-              'live · %1 · every %2 s',
+              'live · %1 · every %2',
               clock(latest.t * 1000, true),
-              stream.intervalS
+              `${stream.intervalS} s`
             )
           : trans.__(
               'saved at %1 · not live: its kernel is not running this view',

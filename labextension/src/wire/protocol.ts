@@ -148,13 +148,22 @@ export function readSettings(
   };
 }
 
-export function configureMessage(settings: ISettings): Configure {
-  return {
+/** The settings, and the interface's language (a BCP 47 tag, JupyterLab's `translator.languageCode`)
+ * where there is one: the kernel words `%gpumem`'s output in it. A kernel before 0.2.0 reads past it. */
+export function configureMessage(
+  settings: ISettings,
+  language: string | null = null
+): Configure {
+  const message: Configure = {
     protocol: PROTOCOL,
     type: 'configure',
     interval_s: settings.intervalS,
     history_s: settings.historyS
   };
+  if (language !== null) {
+    message.language = language;
+  }
+  return message;
 }
 
 /** The code the sidebar runs (silently) to start streaming from a kernel. */
