@@ -5,7 +5,10 @@
 // the one call that translates a catalogue code's template (format/words.ts), whose messages come from
 // jupyter_gpumem/words/en.json instead.
 //
-//   node labextension/scripts/i18n-extract.mjs OUT.json   # writes [{file, line, msgid, msgid_plural?, msgctxt?}]
+//   node labextension/scripts/i18n-extract.mjs OUT.json [SOURCE_DIR]
+//
+// writes [{file, line, msgid, msgid_plural?, msgctxt?}] found under SOURCE_DIR (labextension/src), or lists
+// the calls it cannot take and exits 1.
 //
 // `jlpm i18n:extract` runs it, then `python -m jupyter_gpumem.i18n.extract OUT.json`, which writes the .pot
 // and updates the .po files.
@@ -14,8 +17,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const source = path.join(root, 'labextension', 'src');
+const root = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../..'
+);
 // Argument roles of each call, in order; a count is not a message.
 const CALLS = {
   __: ['msgid'],
@@ -57,7 +62,7 @@ function literal(node) {
   return undefined;
 }
 
-export function extract() {
+export function extract(source = path.join(root, 'labextension', 'src')) {
   const messages = [];
   const errors = [];
   for (const file of files(source)) {
@@ -110,10 +115,15 @@ export function extract() {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const out = process.argv[2];
   if (!out) {
-    console.error('usage: node labextension/scripts/i18n-extract.mjs OUT.json');
+    console.error(
+      'usage: node labextension/scripts/i18n-extract.mjs OUT.json [SOURCE_DIR]'
+    );
     process.exit(2);
   }
-  const { messages, errors } = extract();
+  const source = path.resolve(
+    process.argv[3] ?? path.join(root, 'labextension', 'src')
+  );
+  const { messages, errors } = extract(source);
   for (const error of errors) {
     console.error(`i18n-extract: ${error}`);
   }
