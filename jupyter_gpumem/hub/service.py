@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import asdict
+from functools import cache
+from html import escape
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlparse
@@ -27,11 +30,13 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from tornado import web
 
+from jupyter_gpumem.hub import page_words
+from jupyter_gpumem.hub.language import choose, tag
 from jupyter_gpumem.hub.poll import Poller, write_targets
 from jupyter_gpumem.hub.prometheus_reader import PrometheusReader
 from jupyter_gpumem.hub.rows import Row
 from jupyter_gpumem.hub.summary import summary, texts
-from jupyter_gpumem.words import CATALOGUE, wire
+from jupyter_gpumem.words import catalogue, wire
 
 log = logging.getLogger("jupyter_gpumem.hub")
 
@@ -104,13 +109,29 @@ def render_metrics(rows: list[Row], t: float | None) -> bytes:
     return generate_latest(registry)
 
 
-# The page words the rows' codes with the catalogue every surface words them with, inlined: one request, one file.
-PAGE = (
-    (Path(__file__).parent / "page.html")
-    .read_text(encoding="utf-8")
-    .replace("/*CATALOGUE*/{}", json.dumps(CATALOGUE, ensure_ascii=False).replace("</", "<\\/"))
-    .encode()
-)
+PAGE_TEMPLATE = (Path(__file__).parent / "page.html").read_text(encoding="utf-8")
+
+
+def _script_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False).replace("</", "<\\/")
+
+
+@cache
+def page(language: str) -> bytes:
+    """The admin page in ``language`` ("en", "ja_JP", "zh_CN"; ``language.choose`` of the request's header): the
+    rows' codes worded with the catalogue every surface words them with, its own words from page_words, both
+    inlined (one request, one file), English for anything a catalogue leaves untranslated."""
+    own = page_words.words(language)
+    html = re.sub(
+        r"\{\{([^{}]+)\}\}",  # the words outside the script: the title, the heading, the filter's
+        lambda m: tag(language) if m.group(1) == "lang" else escape(own.get(m.group(1), m.group(1))),
+        PAGE_TEMPLATE,
+    )
+    return (
+        html.replace("/*CATALOGUE*/{}", _script_json(catalogue(language)))
+        .replace("/*WORDS*/{}", _script_json(own))
+        .encode()
+    )
 
 
 Source = Poller | PrometheusReader
@@ -163,7 +184,8 @@ class PageHandler(_Base):
     @web.authenticated
     def get(self) -> None:
         self.set_header("Content-Type", "text/html; charset=utf-8")
-        self.finish(PAGE)
+        self.set_header("Vary", "Accept-Language")  # a cache keeps a page per language
+        self.finish(page(choose(self.request.headers.get("Accept-Language"))))
 
 
 class MetricsHandler(_Base):
