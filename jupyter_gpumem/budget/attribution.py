@@ -26,6 +26,7 @@ from typing import Literal
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.gpu.model import Device, Snapshot
+from jupyter_gpumem.i18n import pgettext
 from jupyter_gpumem.units import GiB, MiB
 from jupyter_gpumem.words import Said
 
@@ -63,16 +64,32 @@ class Own:
         return self.bytes is not None and (self.pid is not None or self.source == "estimated")
 
     def describe(self) -> str:
-        """ "exact: NVML lists this kernel's PID" """
-        return f"{self.source}: {self.reason}"
+        """ "exact: NVML lists this kernel's PID", in the language in use (i18n)."""
+        return pgettext("figure source", "{source}: {reason}").format(
+            source=_source_words(self.source), reason=self.reason.words()
+        )
 
     @property
     def because(self) -> str:
         """The reason without where this kernel stands (own_unknown's ``where``), for text that said it already:
-        why the figure is unknown, and the listed processes that could be this kernel's."""
+        why the figure is unknown, and the listed processes that could be this kernel's; in the language in use."""
         if self.reason.code != "own_unknown":
-            return self.reason
-        return f"{self.reason.values['why']}{self.reason.values['candidates']}"
+            return self.reason.words()
+        return "".join(_words(self.reason.values[name]) for name in ("why", "candidates"))
+
+
+def _words(value: object) -> str:
+    return value.words() if isinstance(value, Said) else str(value)
+
+
+def _source_words(source: Source) -> str:
+    """What a figure rests on, one word (the sidebar's Exact, Matched, Estimated, Unknown in lower case)."""
+    return {
+        "exact": pgettext("figure source", "exact"),
+        "matched": pgettext("figure source", "matched"),
+        "estimated": pgettext("figure source", "estimated"),
+        "unknown": pgettext("figure source", "unknown"),
+    }[source]
 
 
 def pid_stance(snapshot: Snapshot) -> PidStance | None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from jupyter_gpumem.budget.framework_interface import Allocator
+from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.i18n import ngettext
 from jupyter_gpumem.units import format_duration, format_gib_or_mib, format_tenth
 from jupyter_gpumem.wire.comm import Cell as CellSpan
 
@@ -90,9 +92,12 @@ def tables(cells: list[Cell], gpus: list[tuple[str, str]], uuids: list[str]) -> 
                           and index < len(c.allocator_after)), None)  # fmt: skip
         if not nvml and framework is None:
             continue
-        columns = ["CELL", "FIRST LINE", "TIME", "PEAK", "HELD AFTER", "CHANGE"]
+        columns = [_("CELL"), _("FIRST LINE"), _("TIME"), _("PEAK"), _("HELD AFTER"), _("CHANGE")]
         if framework:
-            columns += [f"{framework} PEAK", f"{framework} HELD"]
+            columns += [
+                _("{framework} PEAK").format(framework=framework),
+                _("{framework} HELD").format(framework=framework),
+            ]
         rows = []
         for cell in cells:
             row = [label(cell), short(cell.line), _duration(cell.duration_s)]
@@ -111,27 +116,39 @@ def tables(cells: list[Cell], gpus: list[tuple[str, str]], uuids: list[str]) -> 
 
 def notes(interval_s: float, framework: bool) -> list[str]:
     said = [
-        f"PEAK, HELD AFTER and CHANGE are this kernel's memory as nvidia-smi counts it, from readings every "
-        f"{interval_s:g} s: a peak between two readings is missed, and a cell shorter than that may have none (—)."
+        _(
+            "PEAK, HELD AFTER and CHANGE are this kernel's memory as nvidia-smi counts it, from readings every "
+            "{interval_s} s: a peak between two readings is missed, and a cell shorter than that may have none (—)."
+        ).format(interval_s=f"{interval_s:g}")
     ]
     if framework:
         said.append(
-            "The framework's columns are its allocator's, exact: PyTorch's and TensorFlow's peak is reset as each "
-            "cell starts; JAX cannot reset its peak, so a JAX cell shows one only where it raised the kernel's."
+            _(
+                "The framework's columns are its allocator's, exact: PyTorch's and TensorFlow's peak is reset as "
+                "each cell starts; JAX cannot reset its peak, so a JAX cell shows one only where it raised the "
+                "kernel's."
+            )
         )
     return said
 
 
-EMPTY = (
-    "jupyter-gpumem: no cell has GPU memory figures yet: NVML tells of no memory this kernel holds, and no "
-    "framework has started."
-)
+def empty() -> str:
+    return _(
+        "jupyter-gpumem: no cell has GPU memory figures yet: NVML tells of no memory this kernel holds, and no "
+        "framework has started."
+    )
 
 
 def footer(found: list[Table], interval_s: float, hidden: int) -> list[str]:
     """What the table's figures mean, and how many cells it leaves out."""
     said = (
-        [f"{hidden} earlier cells are not shown (%gpumem cells {hidden + len(found[0].rows)} shows them)."]
+        [
+            ngettext(
+                "{hidden} earlier cell is not shown (%gpumem cells {all} shows it).",
+                "{hidden} earlier cells are not shown (%gpumem cells {all} shows them).",
+                hidden,
+            ).format(hidden=hidden, all=hidden + len(found[0].rows))
+        ]
         if hidden
         else []
     )
@@ -140,8 +157,8 @@ def footer(found: list[Table], interval_s: float, hidden: int) -> list[str]:
 
 def text(found: list[Table], interval_s: float, hidden: int) -> str:
     if not found:
-        return EMPTY
-    out = ["jupyter-gpumem: GPU memory per cell, oldest first."]
+        return empty()
+    out = [_("jupyter-gpumem: GPU memory per cell, oldest first.")]
     for table in found:
         widths = [max(len(r[i]) for r in (table.columns, *table.rows)) for i in range(len(table.columns))]
         out.append("")
@@ -160,11 +177,15 @@ def culprit(cells: list[Cell], uuid: str) -> str | None:
     raised = [(change, c) for c in cells if c.end_t is not None and (change := c.change(uuid)) and change > 0]
     if not raised:
         return None
-    _, cell = max(raised, key=lambda pair: pair[0])
-    return (
-        f"  Cell {label(cell)} ({short(cell.line)}) raised this kernel's memory from "
-        f"{format_gib_or_mib(cell.held_before[uuid])} to {format_gib_or_mib(cell.held_after[uuid])} as nvidia-smi "
-        "counts it, and it is still held (%gpumem cells lists every cell)."
+    _change, cell = max(raised, key=lambda pair: pair[0])
+    return "  " + _(
+        "Cell {cell} ({line}) raised this kernel's memory from {before} to {after} as nvidia-smi counts it, and it "
+        "is still held (%gpumem cells lists every cell)."
+    ).format(
+        cell=label(cell),
+        line=short(cell.line),
+        before=format_gib_or_mib(cell.held_before[uuid]),
+        after=format_gib_or_mib(cell.held_after[uuid]),
     )
 
 
@@ -176,7 +197,7 @@ def span(cell: Cell) -> CellSpan:
 
 def _duration(seconds: float | None) -> str:
     if seconds is None:
-        return "running"
+        return _("running")
     return f"{format_tenth(seconds)} s" if seconds < 10 else format_duration(seconds)
 
 

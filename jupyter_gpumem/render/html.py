@@ -5,6 +5,11 @@ labextension's base.css imports too) in each output, so it looks the same withou
 Every value a template writes passes ``_shown`` (control and bidi characters made visible: printable), then
 jinja2's autoescape: a process named ``<img src=x onerror=alert(1)>`` shows exactly that. The HTML renders
 the same Reading as the text (text.py, explain.py) and decides nothing again.
+
+The templates' words go through gettext (jinja2's i18n extension, bound to jupyter_gpumem.i18n, so the language
+in use when a template renders applies): ``{{ _("...") }}`` for a sentence, and for one with values
+``{{ _("memory {used} used of {total}") | fill(used=..., total=...) }}``, the same ``{name}`` placeholders as
+Python's, filled after translation with each value made printable and escaped (markup made here kept).
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from jupyter_gpumem.budget.privacy import others_line
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.gpu.reader import stalled
+from jupyter_gpumem.i18n import gettext, ngettext, pgettext
 from jupyter_gpumem.render import cells as cells_words
-from jupyter_gpumem.render import table, viewtext
-from jupyter_gpumem.render.text import LOST, NA_MEMORY, kernel_lines, matched_pid, printable, unlisted_note
+from jupyter_gpumem.render import table, viewtext, words
+from jupyter_gpumem.render.text import kernel_lines, lost, matched_pid, na_memory, printable, unlisted_note
 from jupyter_gpumem.units import format_mib, format_percent, format_total
 
 if TYPE_CHECKING:
@@ -34,7 +40,17 @@ TEMPLATES = Path(__file__).parent / "templates"
 def _shown(value: Any) -> Any:
     """The one place a value enters the HTML: text made printable (markup made here, such as the stylesheet,
     is left as it is), then escaped by the autoescape."""
-    return printable(value) if isinstance(value, str) and not hasattr(value, "__html__") else value
+    if isinstance(value, str) and not hasattr(value, "__html__"):
+        return printable(words(value))
+    return value
+
+
+def _fill(template: str, **values: Any) -> Any:
+    """A translated sentence with its ``{name}`` values put in: the sentence escaped, each value as ``_shown``
+    writes it (markup made here, such as a macro's span, kept)."""
+    import markupsafe
+
+    return markupsafe.Markup(markupsafe.escape(template)).format(**{k: _shown(v) for k, v in values.items()})
 
 
 @functools.cache
@@ -51,12 +67,15 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         auto_reload=False,
+        extensions=["jinja2.ext.i18n"],
     )
+    env.install_gettext_callables(gettext, ngettext, newstyle=False, pgettext=pgettext)  # type: ignore[attr-defined]
+    env.filters["fill"] = _fill
     css = (TEMPLATES / "gpumem.css").read_text()
     # Smaller in every output (and saved notebook): no comments, no layout whitespace.
     css = re.sub(r"\s+", " ", re.sub(r"/\*.*?\*/", "", css, flags=re.S))
     css = re.sub(r"\s*([{};])\s*|(\()\s+|\s+(\))", r"\1\2\3", css).strip()
-    env.globals.update(css=markupsafe.Markup(css), table=table, viewtext=viewtext, basename=os.path.basename, LOST=LOST)
+    env.globals.update(css=markupsafe.Markup(css), table=table, viewtext=viewtext, basename=os.path.basename, lost=lost)
     return env
 
 
@@ -111,11 +130,11 @@ def _device(device: Device, reading: Reading | None, stance: PidStance | None) -
         "total": format_total(device.total_bytes),
         "percent": format_percent(device.used_bytes, device.total_bytes),
         "free": format_mib(device.free_bytes),
-        "mig": [(m.uuid or "uuid unknown", format_mib(m.used_bytes), format_mib(m.total_bytes)) for m in
+        "mig": [(m.uuid or gettext("uuid unknown"), format_mib(m.used_bytes), format_mib(m.total_bytes)) for m in
                 device.mig_devices],
         "rows": table.of_processes(processes, matched_pid(device, reading)),
         "others": others_line(others, format_mib) if others and others.processes else None,
-        "na_memory": NA_MEMORY if any(p.used_bytes is None for p in device.processes) else None,
+        "na_memory": na_memory() if any(p.used_bytes is None for p in device.processes) else None,
         "unlisted": None if hidden is None else unlisted_note(hidden, stance),
     }  # fmt: skip
 
@@ -138,5 +157,5 @@ def cells(found: list[cells_words.Table], interval_s: float, hidden: int, stalle
     return Rich(
         f"{stalled}\n{text}" if stalled else text,
         render("cells.html.j2", tables=found, notes=cells_words.footer(found, interval_s, hidden) if found else [],
-               empty=cells_words.EMPTY, stalled=stalled),
+               empty=cells_words.empty(), stalled=stalled),
     )  # fmt: skip

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from jupyter_gpumem.gpu.model import GpuProcess
+from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.units import format_mib, format_tenth
 
 NA = "N/A"
@@ -34,7 +35,7 @@ def largest_first(rows: Iterable[Row]) -> list[Row]:
 
 
 def _badge(is_self: bool, matched: bool) -> str | None:
-    return "this kernel" if is_self else "this kernel (matched)" if matched else None
+    return _("this kernel") if is_self else _("this kernel (matched)") if matched else None
 
 
 def of_processes(processes: Iterable[GpuProcess], matched: int | None) -> list[Row]:
@@ -88,23 +89,27 @@ class Column(NamedTuple):
     cell: Callable[[Row], str]
 
 
-COLUMNS = (
-    Column("pid", "PID", "Process ID, as nvidia-smi shows it", "", True, 8, lambda r: str(r.pid)),
-    Column("user", "User", "The user the process runs as", "the user cannot be read", False, 12,
-           lambda r: r.user or NA),
-    Column("usedBytes", "GPU memory", "GPU memory of the process, as nvidia-smi counts it",
-           "the driver cannot tell: unknown, not zero", True, 10, lambda r: format_mib(r.used_bytes)),
-    Column("cpuPercent", "CPU%", "CPU use of the process, % of one core", "the host cannot see this process", True,
-           6, _cpu),
-    Column("type", "Type", "compute (CUDA) or graphics", "", False, 8, lambda r: r.kind or NA),
-    # Last: the only column without a bound, so the text table never wraps before it.
-    Column("name", "Name", "The executable's name (never its command line)", "the name cannot be read", False, 0,
-           lambda r: r.name or NA),
-)  # fmt: skip
+def columns() -> tuple[Column, ...]:
+    """The columns, worded in the language in use."""
+    return (
+        Column("pid", _("PID"), _("Process ID, as nvidia-smi shows it"), "", True, 8, lambda r: str(r.pid)),
+        Column("user", _("User"), _("The user the process runs as"), _("the user cannot be read"), False, 12,
+               lambda r: r.user or NA),
+        Column("usedBytes", _("GPU memory"), _("GPU memory of the process, as nvidia-smi counts it"),
+               _("the driver cannot tell: unknown, not zero"), True, 10, lambda r: format_mib(r.used_bytes)),
+        Column("cpuPercent", _("CPU%"), _("CPU use of the process, % of one core"),
+               _("the host cannot see this process"), True, 6, _cpu),
+        Column("type", _("Type"), _("compute (CUDA) or graphics"), "", False, 8, lambda r: r.kind or NA),
+        # Last: the only column without a bound, so the text table never wraps before it.
+        Column("name", _("Name"), _("The executable's name (never its command line)"), _("the name cannot be read"),
+               False, 0, lambda r: r.name or NA),
+    )  # fmt: skip
 
-# The inline view's still picture: the protocol's sample it draws carries no process type, and the live view
-# it stands in for (table.ts) has no such column.
-VIEW_COLUMNS = tuple(c for c in COLUMNS if c.key != "type")
+
+def view_columns() -> tuple[Column, ...]:
+    """The inline view's still picture: the protocol's sample it draws carries no process type, and the live view
+    it stands in for (table.ts) has no such column."""
+    return tuple(c for c in columns() if c.key != "type")
 
 
 def text_lines(rows: list[Row], shown: Callable[[str], str]) -> list[str]:
@@ -114,12 +119,13 @@ def text_lines(rows: list[Row], shown: Callable[[str], str]) -> list[str]:
     def line(cells: list[str]) -> str:
         fitted = [
             cell if not c.width else f"{cell[: c.width]:>{c.width}}" if c.numeric else f"{cell[: c.width]:<{c.width}}"
-            for c, cell in zip(COLUMNS, cells, strict=True)
+            for c, cell in zip(shown_columns, cells, strict=True)
         ]
         return "  ".join(fitted)
 
-    lines = [line([c.title.upper() for c in COLUMNS])]
+    shown_columns = columns()
+    lines = [line([c.title.upper() for c in shown_columns])]
     for row in rows:
         mark = f"  <- {row.badge}" if row.badge else ""
-        lines.append(line([shown(c.cell(row)) for c in COLUMNS]) + mark)
+        lines.append(line([shown(c.cell(row)) for c in shown_columns]) + mark)
     return lines
