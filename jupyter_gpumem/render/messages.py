@@ -14,6 +14,8 @@ from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.gpu.model import Snapshot
 from jupyter_gpumem.gpu.reader import stalled
+from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.render import words
 from jupyter_gpumem.units import format_mib, format_percent
 from jupyter_gpumem.words import Said
 
@@ -23,39 +25,56 @@ def plan_lines(plan: Plan) -> list[str]:
     policy = plan.policy
     lines = []
     if plan.no_gpu:
-        lines.append(f"  No GPU: {plan.no_gpu} Thread settings still apply.")
+        lines.append("  " + _("No GPU: {why} Thread settings still apply.").format(why=words(plan.no_gpu)))
     for gpu in plan.gpus:
         head = f"  GPU {gpu.index} {gpu.name}:"
+        figures = {
+            "budget": format_mib(gpu.budget_bytes),
+            "limit": format_mib(gpu.allocator_limit_bytes),
+            "total": format_mib(gpu.total_bytes),
+            "overhead": format_mib(gpu.overhead_bytes),
+        }
         if gpu.budget_bytes is None:
-            grows = "grows on demand" if policy.growth else "no budget set: the framework takes nearly all of it"
+            grows = _("grows on demand") if policy.growth else _("no budget set: the framework takes nearly all of it")
             lines.append(f"{head} {grows}")
         elif policy.strict:
-            lines.append(
-                f"{head} budget {format_mib(gpu.budget_bytes)} ({format_percent(gpu.budget_bytes, gpu.total_bytes)}"
-                f" of {format_mib(gpu.total_bytes)}) as nvidia-smi counts it = allocator limit "
-                f"{format_mib(gpu.allocator_limit_bytes)} + about {format_mib(gpu.overhead_bytes)} "
-                f"CUDA context and libraries ({gpu.overhead.describe()})"
-                + (", growing on demand up to the limit" if policy.growth else "")
-            )
-        else:
-            line = (
-                f"{head} allocator limit {format_mib(gpu.allocator_limit_bytes)} "
-                f"({format_percent(gpu.allocator_limit_bytes, gpu.total_bytes)} of {format_mib(gpu.total_bytes)}); "
-                f"strict=off, so nvidia-smi will show about {format_mib(gpu.overhead_bytes)} more"
-            )
-            if gpu.ceiling_bytes is not None:
-                line += (
-                    f", which this server's ceiling of {format_mib(gpu.ceiling_bytes)} here counts too: the limit is "
-                    f"lowered from {format_mib(gpu.budget_bytes)} to keep both under it"
+            if policy.growth:
+                said = _(
+                    "budget {budget} ({percent} of {total}) as nvidia-smi counts it = allocator limit {limit} + "
+                    "about {overhead} CUDA context and libraries ({basis}), growing on demand up to the limit"
                 )
-            lines.append(line)
+            else:
+                said = _(
+                    "budget {budget} ({percent} of {total}) as nvidia-smi counts it = allocator limit {limit} + "
+                    "about {overhead} CUDA context and libraries ({basis})"
+                )
+            percent = format_percent(gpu.budget_bytes, gpu.total_bytes)
+            lines.append(f"{head} " + said.format(percent=percent, basis=words(gpu.overhead.describe()), **figures))
+        else:
+            percent = format_percent(gpu.allocator_limit_bytes, gpu.total_bytes)
+            if gpu.ceiling_bytes is not None:
+                said = _(
+                    "allocator limit {limit} ({percent} of {total}); strict=off, so nvidia-smi will show about "
+                    "{overhead} more, which this server's ceiling of {ceiling} here counts too: the limit is lowered "
+                    "from {budget} to keep both under it"
+                )
+            else:
+                said = _(
+                    "allocator limit {limit} ({percent} of {total}); strict=off, so nvidia-smi will show about "
+                    "{overhead} more"
+                )
+            ceiling = format_mib(gpu.ceiling_bytes) if gpu.ceiling_bytes is not None else ""
+            lines.append(f"{head} " + said.format(percent=percent, ceiling=ceiling, **figures))
     for device in plan.hidden:
-        lines.append(f"  GPU {device.index} {device.name or ''}: hidden from this kernel")
+        lines.append(f"  GPU {device.index} {device.name or ''}: " + _("hidden from this kernel"))
     for device in plan.lost:
-        lines.append(f"  GPU {device.index} {device.name or ''}: lost (fell off the bus), so no budget there")
+        lines.append(f"  GPU {device.index} {device.name or ''}: " + _("lost (fell off the bus), so no budget there"))
     if policy.intra_threads is not None or policy.inter_threads is not None:
         lines.append(
-            f"  CPU threads: intra-op {policy.intra_threads or 'default'}, inter-op {policy.inter_threads or 'default'}"
+            "  "
+            + _("CPU threads: intra-op {intra}, inter-op {inter}").format(
+                intra=policy.intra_threads or _("default"), inter=policy.inter_threads or _("default")
+            )
         )
     return lines
 
@@ -64,36 +83,42 @@ def unchecked(snapshot: Snapshot) -> list[str]:
     """What a policy decided under a driver that did not answer in time rests on (plan_lines says it when there
     are no figures at all: the plan's no_gpu)."""
     sentence = stalled(snapshot)
-    return [f"jupyter-gpumem: {sentence} The plan below uses them."] if sentence and snapshot.devices else []
+    if not sentence or not snapshot.devices:
+        return []
+    return [_("jupyter-gpumem: {stalled} The plan below uses them.").format(stalled=sentence.words())]
 
 
 def recorded(state: State, source: str, installed: bool) -> list[str]:
     """A policy recorded before its framework is imported. ``installed``: some target is installed."""
     adapters = state.adapters
     if len(adapters) > 1:
-        when = (
-            f"None of {label(adapters)[0]} is imported yet; the settings apply to whichever is imported, "
-            f"the moment its import completes ({state.imports})."
-        )
+        when = _(
+            "None of {frameworks} is imported yet; the settings apply to whichever is imported, the moment its "
+            "import completes ({imports})."
+        ).format(frameworks=label(adapters)[0], imports=state.imports)
     elif installed:
-        when = (
-            f"{adapters[0].name} is not imported yet; "
-            f"the settings apply the moment `import {adapters[0].module}` completes."
+        when = _("{framework} is not imported yet; the settings apply the moment `import {module}` completes.").format(
+            framework=adapters[0].name, module=adapters[0].module
         )
+    elif state.policy.framework != "auto":
+        when = _(
+            "{framework} is not installed in this kernel's environment; the GPU selection (CUDA_VISIBLE_DEVICES) "
+            "holds for whatever starts CUDA next."
+        ).format(framework=adapters[0].name)
     else:
-        chosen = state.policy.framework != "auto"
-        missing = adapters[0].name if chosen else "No supported framework (TensorFlow, PyTorch, JAX)"
-        when = (
-            f"{missing} is not installed in this kernel's environment; the GPU selection "
-            "(CUDA_VISIBLE_DEVICES) holds for whatever starts CUDA next."
+        when = _(
+            "No supported framework (TensorFlow, PyTorch, JAX) is not installed in this kernel's environment; the "
+            "GPU selection (CUDA_VISIBLE_DEVICES) holds for whatever starts CUDA next."
         )
     plan = state.plan
     if plan is None:
         return []
     if state.policy.is_empty and state.ceiling != Ceiling():  # a ceiling alone
-        head = f"jupyter-gpumem: this server's ceiling ({state.ceiling.describe()}) is the budget ({source})."
+        head = _("jupyter-gpumem: this server's ceiling ({ceiling}) is the budget ({source}).").format(
+            ceiling=state.ceiling.describe(), source=source
+        )
     else:
-        head = f"jupyter-gpumem: {state.policy.describe()} recorded ({source})."
+        head = _("jupyter-gpumem: {policy} recorded ({source}).").format(policy=state.policy.describe(), source=source)
     return [f"{head} {when}", *plan_lines(plan)]
 
 
@@ -101,24 +126,41 @@ def applied(state: State, share: Plan, notes: list[str]) -> list[str]:
     """The plan applied to the state's frameworks at once (``share``: what each got)."""
     plan = state.plan
     assert plan is not None
-    lines = [f"jupyter-gpumem: applied {plan.policy.describe()} to {state.frameworks}.", *plan_lines(plan)]
+    lines = [
+        _("jupyter-gpumem: applied {policy} to {frameworks}.").format(
+            policy=plan.policy.describe(), frameworks=state.frameworks
+        ),
+        *plan_lines(plan),
+    ]
     if len(state.adapters) > 1:
         limits = [format_mib(g.allocator_limit_bytes) for g in share.gpus if g.allocator_limit_bytes]
-        each = f" ({', '.join(limits)} each, per GPU)" if limits else ""
-        lines.append(
-            f"  {state.frameworks} are all imported in this kernel, so the policy applies to each, "
-            f"and they share each GPU's allocator limit equally{each}."
-        )
+        if limits:
+            said = _(
+                "{frameworks} are all imported in this kernel, so the policy applies to each, and they share each "
+                "GPU's allocator limit equally ({limits} each, per GPU)."
+            )
+        else:
+            said = _(
+                "{frameworks} are all imported in this kernel, so the policy applies to each, and they share each "
+                "GPU's allocator limit equally."
+            )
+        lines.append("  " + said.format(frameworks=state.frameworks, limits=", ".join(limits)))
     return [*lines, *notes, *not_in_force(state)]
 
 
 def applied_too(adapter: Framework, earlier: State, state: State, notes: list[str]) -> list[str]:
     """A framework imported after the policy went to another one: it gets the same plan."""
-    policy = state.policy.describe()
     return [
-        f"jupyter-gpumem: applied {policy} to {adapter.name} too. {earlier.frameworks} already has this budget on "
-        f"the same GPUs, so together they may use up to {len(state.adapters)} times it. To share one budget, "
-        "restart the kernel and import them all before running %gpumem.",
+        _(
+            "jupyter-gpumem: applied {policy} to {framework} too. {earlier} already has this budget on the same "
+            "GPUs, so together they may use up to {times} times it. To share one budget, restart the kernel and "
+            "import them all before running %gpumem."
+        ).format(
+            policy=state.policy.describe(),
+            framework=adapter.name,
+            earlier=earlier.frameworks,
+            times=len(state.adapters),
+        ),
         *notes,
         *not_in_force(state),
     ]
@@ -126,37 +168,56 @@ def applied_too(adapter: Framework, earlier: State, state: State, notes: list[st
 
 def not_in_force(state: State) -> list[str]:
     """The one sentence on why an applied budget holds on no GPU, if so."""
-    return [f"  Not in force: {state.no_gpu}"] if state.no_gpu else []
+    return ["  " + _("Not in force: {why}").format(why=words(state.no_gpu))] if state.no_gpu else []
 
 
 def too_late(adapters: Sequence[Framework], policy: Policy, reasons: list[str]) -> list[str]:
     name = label(adapters)[0]
     return [
-        f"Too late: {'; '.join(reasons)}, so {policy.describe()} cannot take effect. Nothing was changed.",
-        *("  In force: " + line for a in adapters if a.imported() for line in a.in_force()),
-        f"  To get it: restart the kernel, then run %gpumem {policy.describe()} before any {name} code.",
+        _("Too late: {reasons}, so {policy} cannot take effect. Nothing was changed.").format(
+            reasons="; ".join(words(r) for r in reasons), policy=policy.describe()
+        ),
+        *(
+            "  " + _("In force: {setting}").format(setting=line)
+            for a in adapters
+            if a.imported()
+            for line in a.in_force()
+        ),
+        "  "
+        + _("To get it: restart the kernel, then run %gpumem {policy} before any {framework} code.").format(
+            policy=policy.describe(), framework=name
+        ),
     ]
 
 
 def already(policy: Policy) -> list[str]:
-    return [f"jupyter-gpumem: {policy.describe()} is already in force; nothing to do."]
+    return [_("jupyter-gpumem: {policy} is already in force; nothing to do.").format(policy=policy.describe())]
 
 
 def cannot_reset(state: State) -> list[str]:
     return [
-        f"The policy {state.policy.describe()} is already applied to {state.frameworks}, which keeps it until "
-        "the kernel restarts. Nothing was changed."
+        _(
+            "The policy {policy} is already applied to {frameworks}, which keeps it until the kernel restarts. "
+            "Nothing was changed."
+        ).format(policy=state.policy.describe(), frameworks=state.frameworks)
     ]
 
 
 def forgotten(policy: Policy, state: State) -> list[str]:
     if state.plan is not None:  # a ceiling stays the budget
         return [
-            f"jupyter-gpumem: forgot {policy.describe()}; this server's ceiling ({state.ceiling.describe()}) is "
-            "the budget, applied when the framework is imported."
+            _(
+                "jupyter-gpumem: forgot {policy}; this server's ceiling ({ceiling}) is the budget, applied when the "
+                "framework is imported."
+            ).format(policy=policy.describe(), ceiling=state.ceiling.describe())
         ]
-    defaults = state.takes if len(state.adapters) == 1 else "each framework's own defaults apply"
-    return [f"jupyter-gpumem: forgot {policy.describe()}; {defaults}."]
+    if len(state.adapters) == 1:
+        return [
+            _("jupyter-gpumem: forgot {policy}; {framework_takes}.").format(
+                policy=policy.describe(), framework_takes=state.takes.words()
+            )
+        ]
+    return [_("jupyter-gpumem: forgot {policy}; each framework's own defaults apply.").format(policy=policy.describe())]
 
 
 def policy_note(state: State, started: bool) -> Said | None:
@@ -184,30 +245,43 @@ def policy_state(state: State, started: bool) -> str | None:
 def status(state: State, reading: Reading | None = None) -> list[str]:
     """The policy part of `%gpumem status`; with a reading, how this kernel's memory splits against it now."""
     now = now_lines(reading) if reading else []
-    policy = state.policy.describe()
+    policy, frameworks = state.policy.describe(), state.frameworks
     if state.applied and state.no_gpu:
         threads = state.policy.intra_threads is not None or state.policy.inter_threads is not None
-        threads_line = " Its CPU thread settings are in force." if threads else ""
-        return [
-            f"Policy: {policy}, applied to {state.frameworks} at {state.since()}, but the GPU budget is in force on "
-            f"no GPU: {state.no_gpu}{threads_line}"
-        ]
+        if threads:
+            said = _(
+                "Policy: {policy}, applied to {frameworks} at {since}, but the GPU budget is in force on no GPU: "
+                "{why} Its CPU thread settings are in force."
+            )
+        else:
+            said = _(
+                "Policy: {policy}, applied to {frameworks} at {since}, but the GPU budget is in force on no GPU: {why}"
+            )
+        return [said.format(policy=policy, frameworks=frameworks, since=state.since(), why=words(state.no_gpu))]
     if state.applied:
-        lines = [f"Policy: {policy}, in force in {state.frameworks} since {state.since()}."]
+        lines = [
+            _("Policy: {policy}, in force in {frameworks} since {since}.").format(
+                policy=policy, frameworks=frameworks, since=state.since()
+            )
+        ]
         return [*lines, *(plan_lines(state.plan) if state.plan else []), *now]
     if reading is not None and reading.started and state.plan is not None:
         return [
-            f"Policy: {policy}, NOT in force: {state.frameworks} started before it could be applied. "
-            "Restart the kernel and run %gpumem first."
+            _(
+                "Policy: {policy}, NOT in force: {frameworks} started before it could be applied. Restart the kernel "
+                "and run %gpumem first."
+            ).format(policy=policy, frameworks=frameworks)
         ]
     if state.policy.is_empty and state.plan is not None:
         return [
-            f"Policy: none set; this server's ceiling ({state.ceiling.describe()}) is the budget, "
-            "applied when the framework is imported."
+            _(
+                "Policy: none set; this server's ceiling ({ceiling}) is the budget, applied when the framework is "
+                "imported."
+            ).format(ceiling=state.ceiling.describe())
         ]
     if state.policy.is_empty:
-        return [f"Policy: none set, so {state.takes}."]
-    return [f"Policy: {policy}, recorded and waiting for the framework's import.", *now]
+        return [_("Policy: none set, so {framework_takes}.").format(framework_takes=state.takes.words())]
+    return [_("Policy: {policy}, recorded and waiting for the framework's import.").format(policy=policy), *now]
 
 
 def now_lines(reading: Reading) -> list[str]:
@@ -219,28 +293,47 @@ def now_lines(reading: Reading) -> list[str]:
         own = reading.own(device)
         if own.bytes is None and own.pid is None:  # N/A under its own PID: the table says so
             lines.append(
-                f"  Now on GPU {device.index}: this kernel's memory is unknown ({own.reason}), so its "
-                f"{format_mib(split.budget_bytes)} budget cannot be checked there."
+                "  "
+                + _(
+                    "Now on GPU {index}: this kernel's memory is unknown ({reason}), so its {budget} budget cannot "
+                    "be checked there."
+                ).format(index=device.index, reason=own.reason.words(), budget=format_mib(split.budget_bytes))
             )
             continue
         if split.own_bytes is None or not own.holds:
             continue
-        about = "about " if own.source == "estimated" else ""
-        label = "" if own.source == "exact" else f" ({own.describe()})"
-        line = (
-            f"  Now on GPU {device.index}: {about}{format_mib(split.own_bytes)} as nvidia-smi counts it{label}, "
-            f"{format_percent(split.own_bytes, split.budget_bytes)} of the {format_mib(split.budget_bytes)} budget"
-        )
+        figures = {
+            "index": device.index,
+            "used": format_mib(split.own_bytes),
+            "percent": format_percent(split.own_bytes, split.budget_bytes),
+            "budget": format_mib(split.budget_bytes),
+        }
+        if own.source == "estimated":
+            line = _(
+                "Now on GPU {index}: about {used} as nvidia-smi counts it ({source}), {percent} of the {budget} budget"
+            ).format(source=own.describe(), **figures)
+        elif own.source == "exact":
+            line = _("Now on GPU {index}: {used} as nvidia-smi counts it, {percent} of the {budget} budget").format(
+                **figures
+            )
+        else:
+            line = _(
+                "Now on GPU {index}: {used} as nvidia-smi counts it ({source}), {percent} of the {budget} budget"
+            ).format(source=own.describe(), **figures)
         if own.source == "estimated":
             pass  # the estimate is the pool plus the overhead: the label says so
         elif split.pool_known and split.pool_bytes is not None and split.overhead is not None:
-            line += (
-                f" = {reading.framework} pool {format_mib(split.pool_bytes)} + "
-                f"{format_mib(split.own_bytes - split.pool_bytes)} outside it ({split.overhead.describe()})"
+            line += " " + _("= {framework} pool {pool} + {outside} outside it ({basis})").format(
+                framework=reading.framework,
+                pool=format_mib(split.pool_bytes),
+                outside=format_mib(split.own_bytes - split.pool_bytes),
+                basis=split.overhead.describe().words(),
             )
         if split.reason:
-            line += f"; {format_mib(split.over_bytes)} over: {split.reason}. %gpumem explain says what to change"
-        lines.append(line + ".")
+            line += "; " + _("{over} over: {reason}. %gpumem explain says what to change").format(
+                over=format_mib(split.over_bytes), reason=words(split.reason)
+            )
+        lines.append("  " + line + ".")
     return lines
 
 
@@ -248,14 +341,14 @@ def limit_lines(reading: Reading) -> list[str]:
     """Which limit holds this kernel's memory on each GPU, hard (MIG, MPS) or cooperative (%gpumem); what
     cannot be read about them; and the MPS offer."""
     gpus = [
-        f"  GPU {device.index}: {limit.describe()}"
+        f"  GPU {device.index}: {words(limit.describe())}"
         for device in reading.snapshot.devices
         if (limit := reading.limits.gpus.get(device.uuid or "")) is not None
     ]
-    lines = ["Limits on this kernel's memory:", *gpus] if gpus else []
-    lines.extend(f"  {problem}" for problem in reading.limits.problems)
+    lines = [_("Limits on this kernel's memory:"), *gpus] if gpus else []
+    lines.extend(f"  {words(problem)}" for problem in reading.limits.problems)
     offer = mps_offer(reading)
-    return [*lines, f"  {offer}"] if offer else lines
+    return [*lines, f"  {offer.words()}"] if offer else lines
 
 
 def mps_offer(reading: Reading) -> Said | None:
@@ -281,6 +374,9 @@ def mps_applied(environ: Mapping[str, str]) -> list[str]:
     if not value:
         return []
     return [
-        f"  MPS: {PINNED}={value}, a hard cap on this process's memory per GPU from when CUDA starts (per process, "
-        "not per container; it limits what MPS counts: docs/containers.md)."
+        "  "
+        + _(
+            "MPS: {variable}={value}, a hard cap on this process's memory per GPU from when CUDA starts (per "
+            "process, not per container; it limits what MPS counts: docs/containers.md)."
+        ).format(variable=PINNED, value=value)
     ]
