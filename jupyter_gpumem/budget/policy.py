@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields, replace
 
+from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.units import format_mib, parse_bytes
 
 FRAMEWORKS = ("auto", "tensorflow", "pytorch", "jax")
@@ -85,18 +86,23 @@ class Policy:
         return " ".join(words) or "(nothing set)"
 
 
-ACCEPTED = {
-    "fraction": "fraction=0.4 (a number above 0 and at most 1)",
-    "limit": "limit=6GiB (a size with a unit: GiB, MiB, GB or MB)",
-    "growth": "growth=on or growth=off",
-    "gpus": "gpus=1, gpus=0,2, gpus=GPU-<uuid> or gpus=none",
-    "threads": "threads=2 (a whole number of at least 1)",
-    "intra": "intra=2 (a whole number of at least 1)",
-    "inter": "inter=1 (a whole number of at least 1)",
-    "framework": "framework=auto, tensorflow, pytorch or jax",
-    "strict": "strict=on or strict=off",
-    "mps": "mps=on or mps=off",
-}
+def accepted(key: str) -> str:
+    """The forms a setting accepts, as a refusal shows them, in the language in use."""
+    return {
+        "fraction": _("fraction=0.4 (a number above 0 and at most 1)"),
+        "limit": _("limit=6GiB (a size with a unit: GiB, MiB, GB or MB)"),
+        "growth": _("growth=on or growth=off"),
+        "gpus": _("gpus=1, gpus=0,2, gpus=GPU-<uuid> or gpus=none"),
+        "threads": _("threads=2 (a whole number of at least 1)"),
+        "intra": _("intra=2 (a whole number of at least 1)"),
+        "inter": _("inter=1 (a whole number of at least 1)"),
+        "framework": _("framework=auto, tensorflow, pytorch or jax"),
+        "strict": _("strict=on or strict=off"),
+        "mps": _("mps=on or mps=off"),
+    }[key]
+
+
+SETTINGS = ("fraction", "limit", "growth", "gpus", "threads", "intra", "inter", "framework", "strict", "mps")
 
 
 def _switch(key: str, value: str) -> bool:
@@ -105,7 +111,9 @@ def _switch(key: str, value: str) -> bool:
         return True
     if lowered in ("off", "false", "no", "0"):
         return False
-    raise PolicyError(f"{key}={value} is not on or off; use {ACCEPTED[key]}.")
+    raise PolicyError(
+        _("{key}={value} is not on or off; use {accepted}.").format(key=key, value=value, accepted=accepted(key))
+    )
 
 
 def _count(key: str, value: str) -> int:
@@ -114,7 +122,11 @@ def _count(key: str, value: str) -> int:
     except ValueError:
         number = 0
     if number < 1:
-        raise PolicyError(f"{key}={value} is not a whole number of at least 1; use {ACCEPTED[key]}.")
+        raise PolicyError(
+            _("{key}={value} is not a whole number of at least 1; use {accepted}.").format(
+                key=key, value=value, accepted=accepted(key)
+            )
+        )
     return number
 
 
@@ -124,16 +136,24 @@ def parse_value(key: str, value: str) -> dict[str, object]:
         try:
             fraction = float(value.rstrip("%")) / (100 if value.endswith("%") else 1)
         except ValueError:
-            raise PolicyError(f"fraction={value} is not a number; use {ACCEPTED[key]}.") from None
+            raise PolicyError(
+                _("fraction={value} is not a number; use {accepted}.").format(value=value, accepted=accepted(key))
+            ) from None
         if not (0 < fraction <= 1) or math.isnan(fraction):
-            raise PolicyError(f"fraction={value} is outside (0, 1]; use {ACCEPTED[key]}.")
+            raise PolicyError(
+                _("fraction={value} is outside (0, 1]; use {accepted}.").format(value=value, accepted=accepted(key))
+            )
         return {"fraction": fraction}
     if key == "limit":
         size = parse_bytes(value)
         if size is None:
-            raise PolicyError(f"limit={value} is not a size; use {ACCEPTED[key]}.")
+            raise PolicyError(
+                _("limit={value} is not a size; use {accepted}.").format(value=value, accepted=accepted(key))
+            )
         if size <= 0:
-            raise PolicyError(f"limit={value} must be above zero; use {ACCEPTED[key]}.")
+            raise PolicyError(
+                _("limit={value} must be above zero; use {accepted}.").format(value=value, accepted=accepted(key))
+            )
         return {"limit_bytes": size, "limit_as_typed": value}
     if key == "growth":
         return {"growth": _switch(key, value)}
@@ -147,9 +167,15 @@ def parse_value(key: str, value: str) -> dict[str, object]:
         items = tuple(item.strip() for item in value.split(","))
         for item in items:
             if not (item.isdigit() or item.startswith(("GPU-", "MIG-"))):
-                raise PolicyError(f"gpus={value} names no GPU in {item!r}; use {ACCEPTED[key]}.")
+                raise PolicyError(
+                    _("gpus={value} names no GPU in {item}; use {accepted}.").format(
+                        value=value, item=repr(item), accepted=accepted(key)
+                    )
+                )
         if len(set(items)) != len(items):
-            raise PolicyError(f"gpus={value} names a GPU twice; use {ACCEPTED[key]}.")
+            raise PolicyError(
+                _("gpus={value} names a GPU twice; use {accepted}.").format(value=value, accepted=accepted(key))
+            )
         return {"gpus": items}
     if key == "threads":
         count = _count(key, value)
@@ -161,10 +187,18 @@ def parse_value(key: str, value: str) -> dict[str, object]:
     if key == "framework":
         name = ALIASES.get(value.lower(), value.lower())
         if name not in FRAMEWORKS:
-            raise PolicyError(f"framework={value} is not a framework jupyter-gpumem supports; use {ACCEPTED[key]}.")
+            raise PolicyError(
+                _("framework={value} is not a framework jupyter-gpumem supports; use {accepted}.").format(
+                    value=value, accepted=accepted(key)
+                )
+            )
         return {"framework": name}
-    known = ", ".join(ACCEPTED)
-    raise PolicyError(f"{key}= is not a %gpumem setting; the settings are {known} (see %gpumem --help).")
+    known = ", ".join(SETTINGS)
+    raise PolicyError(
+        _("{key}= is not a %gpumem setting; the settings are {known} (see %gpumem --help).").format(
+            key=key, known=known
+        )
+    )
 
 
 def parse(words: list[str]) -> Policy:
@@ -176,25 +210,41 @@ def parse(words: list[str]) -> Policy:
         key = key.strip().lower()
         if not sep or not value.strip():
             raise PolicyError(
-                f"{word!r} is not key=value; write for example %gpumem fraction=0.4 (see %gpumem --help)."
+                _("{word} is not key=value; write for example %gpumem fraction=0.4 (see %gpumem --help).").format(
+                    word=repr(word)
+                )
             )
         if key in seen:
-            raise PolicyError(f"{key}= is given twice ({seen[key]} and {word}); give it once.")
+            raise PolicyError(
+                _("{key}= is given twice ({first} and {second}); give it once.").format(
+                    key=key, first=seen[key], second=word
+                )
+            )
         seen[key] = word
         values.update(parse_value(key, value.strip()))
     if "fraction" in seen and "limit" in seen:
         raise PolicyError(
-            f"{seen['fraction']} and {seen['limit']} contradict each other: give a fraction or a limit, not both."
+            _("{fraction} and {limit} contradict each other: give a fraction or a limit, not both.").format(
+                fraction=seen["fraction"], limit=seen["limit"]
+            )
         )
     if "threads" in seen and ("intra" in seen or "inter" in seen):
         other = seen.get("intra") or seen["inter"]
         raise PolicyError(
-            f"{seen['threads']} and {other} contradict each other: "
-            "threads= sets both intra and inter; give threads= alone, or intra= and inter=."
+            _(
+                "{threads} and {other} contradict each other: threads= sets both intra and inter; give threads= "
+                "alone, or intra= and inter=."
+            ).format(threads=seen["threads"], other=other)
         )
     if values.get("gpus") == () and ("fraction" in seen or "limit" in seen):
         budget = seen.get("fraction") or seen["limit"]
-        raise PolicyError(f"gpus=none and {budget} contradict each other: with no GPU there is nothing to budget.")
+        raise PolicyError(
+            _("gpus=none and {budget} contradict each other: with no GPU there is nothing to budget.").format(
+                budget=budget
+            )
+        )
     if values.get("gpus") == () and values.get("mps"):
-        raise PolicyError(f"gpus=none and {seen['mps']} contradict each other: with no GPU there is nothing to cap.")
+        raise PolicyError(
+            _("gpus=none and {mps} contradict each other: with no GPU there is nothing to cap.").format(mps=seen["mps"])
+        )
     return Policy(**values)  # type: ignore[arg-type]

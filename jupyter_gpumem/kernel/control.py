@@ -36,6 +36,7 @@ from jupyter_gpumem.frameworks import ADAPTERS, Adapter
 from jupyter_gpumem.frameworks.choice import targets
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.gpu.snapshot import take_snapshot
+from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.kernel.importhook import ImportWatch, importing
 from jupyter_gpumem.render import html, messages
 
@@ -81,9 +82,9 @@ class Controller:
         # With only a ceiling configured, the ceiling itself becomes each kernel's budget (make_plan).
         if not defaults.is_empty or self.ceiling != Ceiling():
             try:
-                lines.extend(self.request(defaults, source="configured defaults"))
+                lines.extend(self.request(defaults, source=_("configured defaults")))
             except PolicyError as error:
-                lines.append(f"The configured defaults were not applied: {error}")
+                lines.append(_("The configured defaults were not applied: {error}").format(error=error))
                 if not defaults.is_empty and self.ceiling != Ceiling():
                     # The ceiling still binds this kernel: it is the budget, as when no default is configured.
                     lines.extend(self._ceiling_alone())
@@ -92,9 +93,9 @@ class Controller:
     def _ceiling_alone(self) -> list[str]:
         """Apply the ceiling alone as the budget (at extension load, when the defaults cannot hold under it)."""
         try:
-            return self.request(Policy(), source="configured defaults")
+            return self.request(Policy(), source=_("configured defaults"))
         except PolicyError as error:
-            return [f"This server's ceiling was not applied: {error}"]
+            return [_("This server's ceiling was not applied: {error}").format(error=error)]
 
     def request(self, asked: Policy, source: str = "%gpumem") -> list[str]:
         """Record and, when possible, apply ``asked`` on top of the current policy; lines to show.
@@ -129,7 +130,7 @@ class Controller:
         if self.state.applied:
             return messages.cannot_reset(self.state)
         if self.state.policy.is_empty:
-            return ["jupyter-gpumem: no policy is recorded; nothing to forget."]
+            return [_("jupyter-gpumem: no policy is recorded; nothing to forget.")]
         forgotten = self.state.policy
         self._environment.restore()
         state = self._decide(Policy(), self.snapshot())
@@ -292,8 +293,12 @@ class Controller:
                 say([*messages.unchecked(snapshot), *self._apply(self._state(state.policy, plan, [adapter], True))])
         except Exception as error:  # never break the user's import
             print(
-                f"jupyter-gpumem could not apply {state.policy.describe()} to {adapter.name} "
-                f"({type(error).__name__}: {error}). {adapter.name} runs with its defaults.",
+                _(
+                    "jupyter-gpumem could not apply {policy} to {framework} ({error_type}: {error}). {framework} runs "
+                    "with its defaults."
+                ).format(
+                    policy=state.policy.describe(), framework=adapter.name, error_type=type(error).__name__, error=error
+                ),
                 file=sys.stderr,
             )
 

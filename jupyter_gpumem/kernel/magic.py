@@ -10,6 +10,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
 from jupyter_gpumem.budget.policy import PolicyError, parse
+from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.kernel.control import Controller, say
 from jupyter_gpumem.kernel.recorder import Recorder, report
 from jupyter_gpumem.kernel.release import release
@@ -18,7 +19,11 @@ from jupyter_gpumem.render import free, html
 from jupyter_gpumem.render.explain import explain
 from jupyter_gpumem.render.text import render
 
-HELP = """\
+
+def help_text() -> str:
+    """``%gpumem --help``, in the language in use."""
+    return _(
+        """\
 %gpumem — GPU memory from inside the notebook
 
 Usage:
@@ -83,6 +88,8 @@ in force and changes nothing. Restart the kernel and run %gpumem first.
 Administrators set defaults and ceilings with JUPYTER_GPUMEM_* variables or c.GpumemConfig
 (docs/configuration.md). From code: jupyter_gpumem.take_snapshot() returns the status figures.
 """
+    )
+
 
 CELLS_SHOWN = 20  # the last cells %gpumem cells lists, unless told how many
 
@@ -106,12 +113,16 @@ class GpumemMagics(Magics):
         try:
             words = shlex.split(line)
         except ValueError as error:
-            _refuse(f"%gpumem could not read its arguments ({error}). Run %gpumem --help for the accepted forms.")
+            _refuse(
+                _("%gpumem could not read its arguments ({error}). Run %gpumem --help for the accepted forms.").format(
+                    error=error
+                )
+            )
             return
         command = words[0] if words else "status"
         control = self._control
         if command in ("--help", "-h", "help") and len(words) <= 1:
-            print(HELP)
+            print(help_text())
         elif command == "status" and len(words) <= 1:
             snapshot = control.snapshot(cpu_window_s=STATUS_CPU_WINDOW_S)
             control.recheck(snapshot)
@@ -134,11 +145,13 @@ class GpumemMagics(Magics):
             try:
                 say(control.request(parse(words)))
             except PolicyError as error:
-                _refuse(f"{error} Nothing was changed.")
+                _refuse(_("{error} Nothing was changed.").format(error=error))
         else:
             _refuse(
-                f"%gpumem does not know {' '.join(words)!r}. It accepts: status, cells, explain, free, reset, show, "
-                "key=value settings, --help. Run %gpumem --help for details."
+                _(
+                    "%gpumem does not know {words}. It accepts: status, cells, explain, free, reset, show, key=value "
+                    "settings, --help. Run %gpumem --help for details."
+                ).format(words=repr(" ".join(words)))
             )
 
 
