@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.reader import stalled
+from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.i18n import ngettext
 from jupyter_gpumem.units import format_gib_or_mib, format_mib
+from jupyter_gpumem.words import word
+
+
+def _and(items: list[str]) -> str:
+    return word("join_and", {}).join(items)
 
 
 @dataclass(frozen=True)
@@ -22,21 +29,39 @@ class Freed:
 
 
 def lines(freed: Freed) -> list[str]:
-    out = ["jupyter-gpumem: released what this kernel can without touching anything you still reference."]
+    out = [_("jupyter-gpumem: released what this kernel can without touching anything you still reference.")]
     if freed.error is None:
-        out.append("  No error's traceback was being kept.")
+        out.append("  " + _("No error's traceback was being kept."))
     else:
-        held = [f"{count} {name} tensor{'s' if count > 1 else ''}" for name, count in freed.tensors.items() if count]
-        out.append(
-            f"  The last error's traceback ({freed.error}) is released"
-            + (f", with the {' and '.join(held)} its frames held" if held else "")
-            + ": %debug and %tb no longer have it."
-        )
-    out.append(f"  Garbage collection: {freed.collected} unreachable objects freed.")
-    out.extend(f"  {sentence}" for _, sentence, _ in freed.released)
+        held = [
+            ngettext("{count} {framework} tensor", "{count} {framework} tensors", count).format(
+                count=count, framework=name
+            )
+            for name, count in freed.tensors.items()
+            if count
+        ]
+        if held:
+            said = _(
+                "The last error's traceback ({error}) is released, with the {tensors} its frames held: %debug and %tb "
+                "no longer have it."
+            )
+        else:
+            said = _("The last error's traceback ({error}) is released: %debug and %tb no longer have it.")
+        out.append("  " + said.format(error=freed.error, tensors=_and(held)))
+    out.append(
+        "  "
+        + ngettext(
+            "Garbage collection: {count} unreachable object freed.",
+            "Garbage collection: {count} unreachable objects freed.",
+            freed.collected,
+        ).format(count=freed.collected)
+    )
+    out.extend(f"  {sentence}" for _name, sentence, _restart in freed.released)
     silent = stalled(freed.after.snapshot)
     if silent:  # the figures after are not after: what came back is not known yet
-        out.append(f"  {silent} What came back shows in %gpumem status once it answers.")
+        out.append(
+            "  " + _("{stalled} What came back shows in %gpumem status once it answers.").format(stalled=silent.words())
+        )
     else:
         out.extend(_gpu_lines(freed))
     return out
@@ -44,7 +69,7 @@ def lines(freed: Freed) -> list[str]:
 
 def _gpu_lines(freed: Freed) -> list[str]:
     before = {d.uuid: d for d in freed.before.snapshot.devices}
-    keeps = [name for name, _, restart_only in freed.released if restart_only]
+    keeps = [name for name, _sentence, restart_only in freed.released if restart_only]
     out = []
     for device in freed.after.snapshot.devices:
         uuid = device.uuid or ""
@@ -56,21 +81,39 @@ def _gpu_lines(freed: Freed) -> list[str]:
             continue  # this kernel has nothing on this GPU
         name = f"GPU {device.index} {device.name or ''}".rstrip()
         if own_before is None or own_after is None:
-            out.append(f"{name}: what this kernel holds cannot be told here (N/A), so what came back is unknown.")
+            out.append(
+                _("{gpu}: what this kernel holds cannot be told here (N/A), so what came back is unknown.").format(
+                    gpu=name
+                )
+            )
         elif own_after < own_before:
             out.append(
-                f"{name}: this kernel held {format_mib(own_before)} and now holds {format_mib(own_after)} as "
-                f"nvidia-smi counts it: {format_mib(own_before - own_after)} came back."
+                _(
+                    "{gpu}: this kernel held {before} and now holds {after} as nvidia-smi counts it: {back} came back."
+                ).format(
+                    gpu=name,
+                    before=format_mib(own_before),
+                    after=format_mib(own_after),
+                    back=format_mib(own_before - own_after),
+                )
             )
         else:
-            out.append(f"{name}: this kernel holds {format_mib(own_after)} as nvidia-smi counts it; nothing came back.")
+            out.append(
+                _("{gpu}: this kernel holds {after} as nvidia-smi counts it; nothing came back.").format(
+                    gpu=name, after=format_mib(own_after)
+                )
+            )
         split = _allocator_line(freed.before.allocators.get(uuid), allocator)
         if split:
             out.append(split)
         if keeps and own_after:
             out.append(
-                f"  {' and '.join(keeps)} keep{'s' if len(keeps) == 1 else ''} {'its' if len(keeps) == 1 else 'their'} "
-                f"pool: restarting the kernel would give back the {format_mib(own_after)} it holds here."
+                "  "
+                + ngettext(
+                    "{frameworks} keeps its pool: restarting the kernel would give back the {held} it holds here.",
+                    "{frameworks} keep their pool: restarting the kernel would give back the {held} it holds here.",
+                    len(keeps),
+                ).format(frameworks=_and(keeps), held=format_mib(own_after))
             )
     return out
 
@@ -78,9 +121,11 @@ def _gpu_lines(freed: Freed) -> list[str]:
 def _allocator_line(before: Allocator | None, after: Allocator | None) -> str | None:
     if after is None:
         return None
-    tensors = f"tensors {_change(before.in_use if before else None, after.in_use)}"
-    pool = f"; its pool {_change(before.pool if before else None, after.pool)}" if after.pool is not None else ""
-    return f"  By the allocator: {tensors}{pool}."
+    tensors = _change(before.in_use if before else None, after.in_use)
+    if after.pool is None:
+        return "  " + _("By the allocator: tensors {tensors}.").format(tensors=tensors)
+    pool = _change(before.pool if before else None, after.pool)
+    return "  " + _("By the allocator: tensors {tensors}; its pool {pool}.").format(tensors=tensors, pool=pool)
 
 
 def _change(before: int | None, after: int) -> str:
