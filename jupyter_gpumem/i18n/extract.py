@@ -50,13 +50,19 @@ def typescript(messages: list[dict[str, Any]]) -> Iterator[Found]:
         yield (m["file"], m["line"]), msgid, m.get("msgctxt")
 
 
+# The kernel's HTML templates (render/templates/*.j2) call the same keywords: jinja2's own babel extractor reads
+# them, with the extensions and whitespace settings render/html.py's environment uses.
+TEMPLATE_OPTIONS = {"extensions": "jinja2.ext.i18n", "trim_blocks": "true", "lstrip_blocks": "true"}
+
+
 def python() -> Iterator[Found]:
-    """The package's literal ``_``/``gettext``/``ngettext``/``pgettext`` calls (none outside i18n itself, whose
-    own calls pass variables and are skipped)."""
+    """The package's literal ``_``/``gettext``/``ngettext``/``pgettext`` calls, in its Python (i18n's own pass
+    variables and are skipped) and in its jinja2 templates."""
     skip = {"labextension", "static", "i18n", "__pycache__"}
     for filename, line, msgid, _comments, context in extract_from_dir(
         PACKAGE,
-        method_map=[("**.py", "python")],
+        method_map=[("**.py", "python"), ("**/templates/**.j2", "jinja2.ext:babel_extract")],
+        options_map={"**/templates/**.j2": TEMPLATE_OPTIONS},
         keywords=KEYWORDS,
         callback=None,
         strip_comment_tags=True,
