@@ -26,7 +26,7 @@ naive baseline: Ultralytics AutoBatch's method without its 60% safety fraction, 
 peaks at 1, 2, 4, 8 and 16 and the largest n under L with no margin (counted by the same counter); "flat" where
 that line has no slope (Ultralytics then falls back to batch 16).
 
-The full run took 108 s on a shared 2-core machine (the truth's bisection runs real steps at sizes of
+The full run took 190 s on a shared 2-core machine (the truth's bisection runs real steps at sizes of
 hundreds to thousands); --quick runs one limit per model. Exit status 1 when a case fails.
 """
 

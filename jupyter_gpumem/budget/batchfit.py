@@ -1,72 +1,133 @@
 """The largest batch that fits, predicted from a few measured ones (issue 36, story S5): a step's peak memory
-grows with its batch size n as ``peak = fixed + per_sample * n`` (the weights, their gradients and the
-optimiser's state are fixed; activations and temporaries grow with n). Pure arithmetic on (n, peak) pairs: the
-kernel's ``largest_batch`` measures them through a framework's allocator, and the out-of-memory advice uses the
-same model with the figures of the tensor that failed.
+grows with its batch size n, often as ``peak = fixed + per_sample * n`` (the weights, their gradients and the
+optimiser's state are fixed; activations and temporaries grow with n), but not always: a peak may be the larger
+of two moments (the optimiser's update up to some size, the activations beyond), or grow a little faster than a
+line (XLA's temporaries). Pure arithmetic on (n, peak) pairs: which size to measure next (``next_size``), the
+line the answer rests on (``fit``, ``largest_under``), and for a step whose peak costs nothing to count (a jitted
+JAX step, compiled, never run) the exact largest size (``exact_largest``). The kernel's ``largest_batch``
+measures the points through a framework's allocator, and the out-of-memory advice uses ``largest_under`` with
+the figures of the tensor that failed.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from jupyter_gpumem.units import MiB, format_mib
 
 # A point is on the line when it is within this share of its own peak, or within FLOOR_BYTES, whichever is larger:
 # allocators round each block (PyTorch to 512 bytes, TensorFlow's BFC to 256 bytes), so a small step's peak moves
-# by a few blocks that do not follow the batch. Small, because the answer lies far beyond the sizes measured: a
-# step whose peak changes its moment (weights' gradients at small sizes, activations at larger ones) must not be
-# taken for a line.
+# by a few blocks that do not follow the batch.
 TOLERANCE = 0.05
 FLOOR_BYTES = 4 * 1024
-# The sizes measured by default: small enough to run beside anything, far enough apart to show the slope.
-SIZES = (2, 4, 8, 16)
-# Slopes that rise by this factor from one pair of sizes to the next, twice, are memory growing as n² (fit).
-CURVING = 1.5
-# At most this many doublings past them, while the batch's part of the peak is still the smaller (next_size).
-EXTRA = 6
+# The sizes measured first (after a warm-up step at the smallest, not counted): two points give a slope before
+# anything is extrapolated. Then doubling, and smaller steps near the limit (next_size).
+SIZES = (1, 2)
+# At most this many sizes are measured (the warm-up and verify's step not counted): 1 to 8192 by doubling.
+MOST = 14
+# A segment steeper than the one before it by this factor or more may hold a bend (a flat peak that starts to
+# rise inside it): its slope is then only a lower bound, and the next step is that much more careful (at most).
+CAUTION = 4.0
+# Two consecutive segments whose slopes agree within this share: the peak grows in a line there, and the answer
+# is extrapolated from the last point without measuring closer to it.
+SETTLED = 0.10
+# A jitted JAX step measures only this many sizes before its exact search (which the estimate only starts).
+JITTED_MOST = 4
+# A jitted JAX step's exact search compiles at most this many sizes beyond the measured ones.
+EXACT_MOST = 12
 
 
 @dataclass(frozen=True)
 class Fit:
-    """``peak = fixed + per_sample * n``, in bytes. ``linear``: every measured point is within the tolerance
-    of the least-squares line (and there were at least 3 of them); ``worst_residual``: the largest distance
-    of a point from that line, as a share of the point's peak. Where ``linear`` is False, ``fixed`` and
-    ``per_sample`` are the conservative line (``fit``'s docstring), the one every answer comes from."""
+    """The line the answer rests on, ``peak = fixed + per_sample * n`` in bytes: through the largest measured
+    point under the room (``fit``'s docstring), at the steeper of the last segment's slope and the least-squares
+    slope. ``linear``: every measured point is within the tolerance of the least-squares line (at least 3 of
+    them, from ``from_size`` on: smaller sizes off it are left out); ``worst_residual``: the largest distance of
+    a point from the least-squares line, as a share of the point's peak."""
 
     fixed: float
     per_sample: float
     linear: bool
     worst_residual: float
-    from_size: int = 1  # the smallest size the line rests on: smaller ones were off it (fit's docstring)
-    per_square: float = 0.0  # bytes per n², for memory that grows faster than the batch (fit's docstring)
+    from_size: int = 1  # the smallest size the least-squares line rests on: smaller ones were off it
+    per_square: float = 0.0  # bytes per n², where the slopes still grow at the anchor (fit's docstring)
 
     def peak(self, n: int) -> float:
         """The predicted peak at batch size ``n``."""
         return self.fixed + self.per_sample * n + self.per_square * n * n
 
 
-def fit(points: Sequence[tuple[int, int]]) -> Fit:
-    """The line through measured (batch size, peak bytes) points.
+def fit(points: Sequence[tuple[int, int]], room_bytes: int | None = None) -> Fit:
+    """The line through measured (batch size, peak bytes) points that the answer rests on.
 
-    - Three or more distinct sizes: the least-squares line. It is ``linear`` when every point lies within
-      5% of its own peak or 4 KiB of it, whichever is larger (TOLERANCE, FLOOR_BYTES). Where they do not, the
-      largest sizes alone are tried, down to the largest three: at small sizes a step's peak is often another
-      moment of it (its weights' gradients) than at large ones (its activations); ``from_size`` says where the
-      line starts. When not even those are on a line, and the peak grows ever faster over the four largest
-      sizes (each slope at least CURVING times the one before: attention's n²), the curve returned is the
-      parabola through the three largest (``per_square``): exact for n², cautious for anything between n and
-      n², short for faster growth. Else the cautious line: through the point of the largest size, at the
-      steeper of the least-squares slope and the slope between the two largest sizes, so that beyond the
-      measured sizes it lies above both.
-      ``worst_residual`` is then that of all the points from the line.
-    - Two sizes: the line through them; ``linear`` is False, as nothing checks it.
-    - One size: the line through it and the origin (all of its peak counted as growing with n, which predicts
-      more than any line with a fixed part); ``linear`` False.
+    It goes through the anchor, the largest size measured (with ``room_bytes``: the largest whose peak is at most
+    it, where there is one), at the *steepest recent slope*: the larger of the slope of the last segment (the
+    anchor and the size measured before it) and the least-squares slope. Beyond the anchor it lies above both: a
+    peak that is flat and then rises (the optimiser's update, then the activations) has its rising slope in the
+    last segment, which the least-squares line through the flat points would hide.
+
+    ``linear`` is a report: the least-squares line of three or more points, each within 5% of its own peak or
+    4 KiB of it, whichever is larger (TOLERANCE, FLOOR_BYTES); where not all of them are, the largest sizes alone
+    are tried, down to the largest three spanning at least a factor of 4 (``from_size`` says where that line
+    starts). ``worst_residual`` is that
+    line's. Two sizes: the line through them, ``linear`` False (nothing checks it). One size: the line through it
+    and the origin, ``linear`` False; it is shown, never extrapolated (``next_size`` and the kernel answer that
+    size itself).
 
     Several points at one size count as the largest peak measured there. Raises ValueError without points, or
     for a size below 1 or a negative peak (a programming error: the measurements are the caller's)."""
+    ordered = _ordered(points)
+    if len(ordered) == 1:
+        n, peak = ordered[0]
+        return Fit(0.0, peak / n, False, 0.0, n)
+    report = _least_squares(ordered)
+    if not report.linear:
+        for start in range(1, len(ordered) - 2):
+            if ordered[-1][0] < 4 * ordered[start][0]:
+                break  # sizes closer together than that cannot show a line: the search near the answer does
+            tail = _least_squares(ordered[start:])
+            if tail.linear:
+                report = tail
+                break
+    under = [point for point in ordered if room_bytes is None or point[1] <= room_bytes]
+    anchor = under[-1] if under else ordered[-1]
+    before = [point for point in ordered if point[0] < anchor[0]]
+    if not before:  # the anchor is the smallest size: the least-squares line through the anchor
+        return Fit(
+            anchor[1] - report.per_sample * anchor[0],
+            report.per_sample,
+            report.linear,
+            report.worst_residual,
+            report.from_size,
+        )
+    (n1, p1), (n2, p2) = before[-1], anchor
+    last = (p2 - p1) / (n2 - n1)
+    slope = max(report.per_sample, last)
+    square = 0.0
+    if len(before) >= 2:
+        n0, p0 = before[-2]
+        previous = (p1 - p0) / (n1 - n0)
+        if (last - previous) * (n2 - n1) > FLOOR_BYTES:  # beyond the allocator's rounding
+            # Still growing faster: the slope grows on as it did between the two segments' middles, and the
+            # tangent at the anchor is steeper than the last segment's slope by half a segment of that growth.
+            growth = (last - previous) / ((n2 - n0) / 2)
+            slope = max(report.per_sample, last + growth * (n2 - n1) / 2)
+            square = growth / 2
+    # peak(n) = p2 + slope (n - n2) + square (n - n2)², written in powers of n.
+    return Fit(
+        p2 - slope * n2 + square * n2 * n2,
+        slope - 2 * square * n2,
+        report.linear,
+        report.worst_residual,
+        report.from_size,
+        square,
+    )
+
+
+def _ordered(points: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     if not points:
         raise ValueError("fit: no measured points")
     peaks: dict[int, int] = {}
@@ -74,29 +135,7 @@ def fit(points: Sequence[tuple[int, int]]) -> Fit:
         if n < 1 or peak < 0:
             raise ValueError(f"fit: a point needs a size of at least 1 and a peak of at least 0, not ({n}, {peak})")
         peaks[n] = max(peak, peaks.get(n, 0))
-    ordered = sorted(peaks.items())
-    if len(ordered) == 1:
-        n, peak = ordered[0]
-        return Fit(0.0, peak / n, False, 0.0)
-    every = _least_squares(ordered)
-    for start in range(1, len(ordered) - 2):
-        if not every.linear:
-            tail = _least_squares(ordered[start:])
-            if tail.linear:
-                return tail
-    if every.linear:
-        return every
-    if len(ordered) >= 4:
-        (m, q), (n0, p0), (n1, p1), (n2, p2) = ordered[-4:]
-        first, before, after = (p0 - q) / (n0 - m), (p1 - p0) / (n1 - n0), (p2 - p1) / (n2 - n1)
-        if first > 0 and before >= CURVING * first and after >= CURVING * before:
-            square = (after - before) / (n2 - n0)
-            slope = before - square * (n0 + n1)
-            return Fit(p0 - square * n0 * n0 - slope * n0, slope, False, every.worst_residual, n0, square)
-    (n1, p1), (n2, p2) = ordered[-2], ordered[-1]
-    steeper = max(every.per_sample, (p2 - p1) / (n2 - n1))
-    top = max(p2, every.peak(n2))
-    return Fit(top - steeper * n2, steeper, False, every.worst_residual, ordered[0][0])
+    return sorted(peaks.items())
 
 
 def _least_squares(ordered: Sequence[tuple[int, int]]) -> Fit:
@@ -149,41 +188,122 @@ def next_size(
     limit_bytes: int,
     margin_bytes: int,
     *,
-    extra: int = EXTRA,
+    most: int = MOST,
     at_most: int | None = None,
 ) -> int | None:
-    """The next size to measure, or None when the measuring is done; never a size that the line through the
-    points so far (``fit``'s) puts above the room, ``limit_bytes - margin_bytes``.
+    """The next size to measure, or None when the measuring is done. ``room`` is ``limit_bytes - margin_bytes``.
 
-    First ``sizes``, smallest first, each above every size measured (before any point only the smallest is offered,
-    and only where there is room at all). Then, at most ``extra`` times, twice the largest size measured, while the
-    batch does not yet make most of the peak (between the two largest sizes, the part that grows with n is below
-    the fixed part) and the doubled size is predicted to need at most half the room: at small sizes a step's
-    peak is often the moment its weights' gradients are made, and only larger ones show the activations' slope.
-    ``at_most``: no size above it (the rows there are)."""
+    - First ``sizes``, smallest first, each above every size measured (before any point only the smallest, and
+      only where there is room at all). With one point there is no slope: the next size runs where it is at most
+      twice the first (one more sample at 1) and the first fitted; a line through the origin is never used.
+    - From two points on, each next size is predicted from the last point at the *steepest* slope of any segment
+      so far (between consecutive sizes), so that a flat start neither stops nor misleads the search, and it may
+      take at most half of the room left above the last point, divided by the caution: 1, or up to CAUTION where
+      the last segment is that many times steeper than the one before (a bend inside it: its slope is then a
+      lower bound). The next size is the next of ``sizes``, else twice the last, where that is within reach; else
+      the farthest size within reach, a smaller step towards the answer, unless the last two slopes agree within
+      SETTLED (a line: the answer is extrapolated from there) or the step would be under a sixteenth of the last
+      size (the extrapolation left is then at most about half of it).
+    - Never more than ``most`` sizes, never above ``at_most`` (the rows there are), nothing after a step whose
+      peak went past the room."""
     room = limit_bytes - margin_bytes
     if room <= 0:
         return None
-    measured = {n for n, _ in points}
-    above = max(measured, default=0)
-    candidates = sorted(n for n in set(sizes) if n > above and 1 <= n <= (at_most or n))
-    if not points:
-        return candidates[0] if candidates else None
-    if any(peak > room for _, peak in points):
-        return None  # a measured step already went past the room: nothing larger is run
-    line = fit(points)
-    if candidates:
-        return candidates[0] if line.peak(candidates[0]) <= room else None
-    doubled = sum(1 for n in measured if n > max(sizes, default=0))
-    if len(points) < 2 or doubled >= extra:
+    ordered = _ordered(points) if points else []
+    above = ordered[-1][0] if ordered else 0
+    planned = sorted(n for n in set(sizes) if n > above and 1 <= n <= (at_most or n))
+    if not ordered:
+        return planned[0] if planned else None
+    if len(ordered) >= most or any(peak > room for _, peak in ordered):
         return None
-    (n1, p1), (n2, p2) = sorted(points)[-2:]
-    slope = (p2 - p1) / (n2 - n1)
-    if slope > 0 and slope * n2 >= p2 - slope * n2:
-        return None  # the batch makes most of the peak: its slope is seen
-    if at_most is not None and 2 * n2 > at_most:
+    n_last, p_last = ordered[-1]
+    wanted = planned[0] if planned else 2 * n_last
+    if at_most is not None:
+        wanted = min(wanted, at_most)
+    if wanted <= n_last:
         return None
-    return 2 * n2 if line.peak(2 * n2) <= room / 2 else None
+    if len(ordered) == 1:
+        return wanted if wanted <= 2 * n_last else None
+    slopes = [(p2 - p1) / (n2 - n1) for (n1, p1), (n2, p2) in itertools.pairwise(ordered)]
+    steepest = max(slopes)
+    if steepest <= 0:
+        return wanted  # nothing has grown yet: doubling is as safe as the last step was
+    last = slopes[-1]
+    previous = slopes[-2] if len(slopes) >= 2 else last
+    caution = 1.0 if last <= 0 else CAUTION if previous <= 0 else min(CAUTION, max(1.0, last / previous))
+    reach = n_last + math.floor((room - p_last) / (2 * caution * steepest))
+    if wanted <= reach:
+        return wanted
+    if len(slopes) >= 2 and abs(last - previous) <= SETTLED * max(abs(last), abs(previous)):
+        return None
+    if reach - n_last < max(1, n_last / 64):
+        return None
+    return reach
+
+
+def exact_largest(
+    peak_of: Callable[[int], int],
+    points: Sequence[tuple[int, int]],
+    limit_bytes: int,
+    margin_bytes: int,
+    estimate: int,
+    *,
+    most: int = EXACT_MOST,
+    at_most: int | None = None,
+) -> int:
+    """The largest n whose ``peak_of(n)`` is at most ``limit_bytes - margin_bytes``, for a peak that costs
+    nothing to count but time (a jitted JAX step's compiled analysis: it never runs). ``points``: the sizes
+    counted already; ``estimate``: the answer the line gives, tried first. Then the secant through the two
+    counted sizes nearest the boundary, galloping up while sizes fit and, once one does not, interpolating
+    between the largest that fits and the smallest that does not (a bisection where one side stays put twice),
+    until they are neighbours: at most ``most`` counts beyond ``points``, each size counted once. The answer is
+    always a size counted to fit (or 0), so never above the truth where the peak does not fall as n grows; with
+    the counts spent before the neighbours are found, it is the largest counted to fit. Not above ``at_most``."""
+    room = limit_bytes - margin_bytes
+    known = dict(_ordered(points)) if points else {}
+
+    def fitting() -> list[int]:
+        return sorted(n for n, p in known.items() if p <= room)
+
+    fits = max(fitting(), default=0)
+    over = min((n for n, p in known.items() if p > room and n > fits), default=None)
+    if at_most is not None and (over is None or over > at_most + 1):
+        over = at_most + 1 if fits <= at_most else fits  # at_most + 1 counts as not fitting, uncounted
+    guess: int | None = estimate
+    moved = ""
+    for _ in range(most):
+        if over is not None and over - fits <= 1:
+            break
+        if guess is None:
+            guess = _secant(known, fits, over, room, moved)
+        candidate = max(fits + 1, guess if over is None else min(guess, over - 1))
+        guess = None
+        peak = known[candidate] = int(peak_of(candidate))
+        if peak <= room:
+            moved = "up" if moved != "up" else "up twice"
+            fits = candidate
+        else:
+            moved = "down" if moved != "down" else "down twice"
+            over = candidate
+    return fits if at_most is None else min(fits, at_most)
+
+
+def _secant(known: dict[int, int], fits: int, over: int | None, room: int, moved: str) -> int:
+    """The next size exact_largest counts: on the line through the nearest counted sizes either side of the
+    boundary (or the two largest that fit, while none is known not to), rounded down."""
+    if over is not None and over in known and fits in known:
+        if moved.endswith("twice"):
+            return (fits + over) // 2
+        p1, p2 = known[fits], known[over]
+        return fits + math.floor((room - p1) * (over - fits) / (p2 - p1)) if p2 > p1 else (fits + over) // 2
+    if over is not None:  # the upper end is at_most + 1, never counted
+        return over - 1 if fits not in known or known[fits] <= room else (fits + over) // 2
+    below = sorted(n for n in known if n < fits)
+    if fits not in known or not below or known[fits] <= known[below[-1]]:
+        return 2 * max(fits, 1)
+    n1, p1 = below[-1], known[below[-1]]
+    slope = (known[fits] - p1) / (fits - n1)
+    return fits + max(1, math.floor((room - known[fits]) / slope))
 
 
 @dataclass(frozen=True)

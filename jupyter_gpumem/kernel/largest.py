@@ -4,10 +4,11 @@ any runs out of memory (issue 36, story S5).
     fit = largest_batch(lambda x, y: train_step(x, y), lambda n: (x_train[:n], y_train[:n]))
     fit.batch_size
 
-It measures one step's peak memory at a few small batch sizes through the framework's own allocator
-(frameworks/*.py ``step_peak``; for a jitted JAX function XLA's compiled analysis, without running it), fits
-``peak = fixed + per_sample * n`` (budget/batchfit.py) and gives the largest n under the limit less a margin.
-It never runs a size the points so far predict will not fit.
+It measures one step's peak memory at a few batch sizes through the framework's own allocator (frameworks/*.py
+``step_peak``), from 1 upwards, each predicted at the steepest slope seen so far, and gives the largest n under
+the limit less a margin on the line through the largest size at the steepest recent slope (budget/batchfit.py).
+It never runs a size the points so far predict will not fit. A jitted JAX function is compiled, never run
+(XLA's analysis): its answer is the exact largest size, found by a short search of compiles.
 """
 
 from __future__ import annotations
@@ -112,27 +113,32 @@ def largest_batch(
     sizes: Sequence[int] | None = None,
     verify: bool = False,
 ) -> BatchFit:
-    """The largest batch size n for which ``step(*batch_of(n))`` fits, predicted from a few small steps.
+    """The largest batch size n for which ``step(*batch_of(n))`` fits, predicted from a few steps.
 
     ``step(*batch_of(n))`` runs one step at batch size n (``batch_of`` returns a tuple of the step's arguments).
     The step runs once at the smallest size to warm up (lazy state: gradients, optimiser moments, traced
-    functions), then at ``sizes`` (2, 4, 8, 16 by default), each only while the points so far predict it fits,
-    its peak counted by the framework's allocator on the GPU (PyTorch ``torch.cuda.max_memory_allocated``
-    after ``reset_peak_memory_stats``; TensorFlow ``get_memory_info('GPU:0')['peak']`` after
-    ``reset_memory_stats``; JAX ``memory_stats()['peak_bytes_in_use']``). A jitted JAX function is not run:
-    XLA's ``jit(f).lower(*args).compile().memory_analysis()`` tells its peak. Without a GPU the framework counts
-    on the CPU where it can (PyTorch's MemTracker; TensorFlow with TF_CPU_ALLOCATOR_USE_BFC=true set before its
-    import; JAX only for a jitted step). The framework is the one the arguments' (or the step's) types come
-    from, else the one this kernel's policy names.
+    functions; not counted), then at ``sizes`` (1 and 2 by default), then at twice the last size while the
+    steepest slope seen so far predicts it takes at most half of the room left, then at smaller steps towards
+    the answer until the last two slopes agree: at most 14 sizes, never one predicted not to fit (budget/batchfit.py
+    ``next_size``). Its peak is counted by the framework's allocator on the GPU (PyTorch
+    ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``; TensorFlow
+    ``get_memory_info('GPU:0')['peak']`` after ``reset_memory_stats``; JAX ``memory_stats()['peak_bytes_in_use']``).
+    A jitted JAX function is not run: XLA's ``jit(f).lower(*args).compile().memory_analysis()`` tells its peak,
+    at a few small sizes and then, from the estimate, at the sizes of an exact search (a dozen compiles at most):
+    its answer is the largest n whose compiled peak is at most ``limit - margin``. Without a GPU the framework
+    counts on the CPU where it can (PyTorch's MemTracker; TensorFlow with TF_CPU_ALLOCATOR_USE_BFC=true set
+    before its import; JAX only for a jitted step). The framework is the one the arguments' (or the step's)
+    types come from, else the one this kernel's policy names.
 
     ``limit`` (bytes, or a size such as "6GiB"): by default this kernel's budget as nvidia-smi counts it, less
     the CUDA context and libraries and what the kernel holds outside the framework's allocator, and never more
     than the GPU's free memory (other processes respected): budget/batchfit.py ``step_limit`` has the formula,
     on the framework's first GPU. ``margin`` (bytes or a size): by default 5% of the limit, at most 512 MiB.
-    The answer is the largest n whose predicted peak is at most ``limit - margin``; when the points are not on
-    a line, the one from the conservative line through the largest sizes, and the result says so.
-    ``verify``: one more step at the answer, its peak shown. If even the smallest size cannot fit (the limit is
-    below what is held), nothing runs and the result says why."""
+    For a step that runs, the answer is the largest n under ``limit - margin`` on the line through the largest
+    size measured at the steepest recent slope (its last segment's or the least-squares one, whichever is
+    steeper; curved upwards where the slopes still grow there); the result says when the points are not on a
+    line. ``verify``: one more step at the answer, its peak shown. If even the smallest size cannot fit (the
+    limit is below what is held), nothing runs and the result says why."""
     return measured(step, batch_of, limit=limit, margin=margin, sizes=sizes, verify=verify)
 
 
@@ -167,16 +173,23 @@ def measured(
     if found.bytes - spare <= 0:
         return _with(result, problem=_no_room(found, spare))
 
+    counts: dict[int, Peak] = {}  # a jitted step's compiled peaks, by size: each size compiled once
+
     def measure(n: int) -> Peak:
+        if jitted is not None and n in counts:
+            return counts[n]
         args = tuple(batch_of(n))
-        if jitted is not None:
-            return jitted.compiled_peak(step, args)
-        return adapter.step_peak(lambda: step(*args), (step, *args))
+        if jitted is None:
+            return adapter.step_peak(lambda: step(*args), (step, *args))
+        counts[n] = jitted.compiled_peak(step, args)
+        return counts[n]
 
     points: list[tuple[int, int]] = []
     counted = ""
     warmed = jitted is not None
-    while (n := batchfit.next_size(points, planned, found.bytes, spare, at_most=at_most)) is not None:
+    # A jitted step's sizes only give the exact search its first estimate: a few small ones are enough.
+    most = batchfit.JITTED_MOST if jitted is not None else batchfit.MOST
+    while (n := batchfit.next_size(points, planned, found.bytes, spare, most=most, at_most=at_most)) is not None:
         if not warmed:
             step(*batch_of(n))
             warmed = True
@@ -193,14 +206,27 @@ def measured(
     result = _with(result, points=tuple(points), counted=counted)
     if not points:
         return _with(result, problem=_no_room(found, spare))
-    line = batchfit.fit(points)
+    line = batchfit.fit(points, found.bytes - spare)
     result = _with(result, fit=line)
     if line.per_sample <= 0 and line.per_square <= 0:
         return _with(result, problem=_flat(points))
     answer = batchfit.largest_under(line, found.bytes, spare, at_most=at_most)
+    if len(result.sizes) == 1:
+        answer = min(answer, points[0][0])  # one point has no slope: nothing is extrapolated from it
+    if jitted is not None and answer > 0:
+        # Compiling is harmless (nothing runs): the exact largest size from the estimate, each compile a point.
+        def compiled(n: int) -> int:
+            peak = measure(n)
+            points.append((n, peak.bytes or 0))
+            return peak.bytes or 0
+
+        answer = batchfit.exact_largest(compiled, points, found.bytes, spare, answer, at_most=at_most)
+        line = batchfit.fit(points, found.bytes - spare)
+        result = _with(result, points=tuple(points), fit=line)
     if answer == 0:
         return _with(result, problem=_none_fits(line, found, spare))
-    result = _with(result, batch_size=answer, problem=_past_limit(points, found.bytes))
+    past = _past_limit(points, found.bytes) if jitted is None else None  # a compile past it ran nothing
+    result = _with(result, batch_size=answer, problem=past)
     if verify:
         checked = measure(answer)
         result = _with(result, verified_bytes=checked.bytes)
@@ -298,12 +324,15 @@ def _line(fit: Fit) -> str:
     fixed = format_mib(round(fit.fixed)) if abs(fit.fixed) >= 1 << 20 else _small(round(fit.fixed))
     since = f", from batch {fit.from_size} on" if fit.linear and fit.from_size > 1 else ""
     if fit.per_square > 0:
-        return f"{fixed} + {_small(round(fit.per_sample))} × n + {_small(round(fit.per_square))} × n² (not a line)"
+        shape = "a line within 5%, curving up at the largest sizes" if fit.linear else "not a line"
+        return f"{fixed} + {_small(round(fit.per_sample))} × n + {_small(round(fit.per_square))} × n² ({shape})"
     return f"{fixed} + {_small(round(fit.per_sample))} per sample ({'a line' if fit.linear else 'not a line'}{since})"
 
 
 def _small(size: float) -> str:
-    """A per-sample size, which is often under a MiB."""
+    """A per-sample size, which is often under a MiB (negative in a curve's expansion)."""
+    if size < 0:
+        return "-" + _small(-size)
     if size < 1024:
         return f"{round(size)} bytes"
     return f"{round(size / 1024)} KiB" if size < 1 << 20 else format_mib(size)
@@ -313,18 +342,19 @@ def _not_linear(fit: Fit, count: int) -> str:
     if count < 3:
         return (
             f"Only {count} size{'s' if count != 1 else ''} could be measured under the limit, so nothing checks "
-            "that the peak grows in a line: the answer comes from the most cautious line through them."
+            "that the peak grows in a line: "
+            + ("the answer is that size." if count == 1 else "the answer comes from the line through them.")
         )
     if fit.per_square > 0:
         return (
             f"The peaks are not on a line (one is {fit.worst_residual:.0%} off it): the memory grows faster than the "
-            "batch. The answer comes from the parabola through the three largest sizes, right for memory that grows "
-            "as n² (attention) and cautious for slower growth, but too large for faster: check it with verify=True."
+            "batch, and its slope still grew at the largest sizes. The answer assumes it goes on growing as fast, "
+            "right for memory that grows as n² and cautious for slower growth: check it with verify=True."
         )
     return (
         f"The peaks are not on a line (one is {fit.worst_residual:.0%} off it): the memory does not grow in "
         "proportion to the batch over the sizes measured. The answer comes from the line through the largest "
-        "sizes at the steeper of the slopes, cautious where the growth settles into a line; verify=True checks it."
+        "size at the steepest recent slope, cautious where the growth settles into a line; verify=True checks it."
     )
 
 

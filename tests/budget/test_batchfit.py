@@ -1,5 +1,6 @@
 """The largest batch that fits, from measured (batch size, peak) points: the line, whether the points are on
-it, the largest n under a limit, and which size to measure next (never one the points predict will not fit)."""
+it, the largest n under a limit, which size to measure next (never one the points predict will not fit), and
+the exact search of a step whose peak costs only a compile."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jupyter_gpumem.budget.batchfit import Fit, fit, largest_under, next_size
+from jupyter_gpumem.budget.batchfit import (
+    EXACT_MOST,
+    SIZES,
+    Fit,
+    default_margin,
+    exact_largest,
+    fit,
+    largest_under,
+    next_size,
+)
 from jupyter_gpumem.units import GiB, MiB
 
 
@@ -116,7 +126,7 @@ def test_measuring_never_offers_a_size_the_points_predict_will_not_fit(fixed, pe
     points: list[tuple[int, int]] = []
     margin = limit // 20
     while (n := next_size(points, (2, 4, 8, 16), limit, margin)) is not None:
-        if points:
+        if len(points) >= 2:
             assert fit(points).peak(n) <= limit - margin
         points.append((n, fixed + per_sample * n))
     if len(points) >= 3:
@@ -134,8 +144,77 @@ def test_after_a_step_past_the_room_nothing_larger_is_run():
     assert next_size([(2, 10 * MiB), (4, 30 * MiB)], (2, 4, 8), 25 * MiB, 0) is None
 
 
-def test_the_next_size_stops_where_the_line_leaves_the_room():
+def test_each_next_size_takes_at_most_half_of_the_room_left():
     points = [(2, 100 * MiB + 20 * MiB), (4, 100 * MiB + 40 * MiB)]  # 10 MiB a sample
-    assert next_size(points, (2, 4, 8, 16), 200 * MiB, 0) == 8  # 180 MiB predicted
-    assert next_size(points, (2, 4, 8, 16), 179 * MiB, 0) is None
-    assert next_size([*points, (8, 180 * MiB)], (2, 4, 8, 16), 250 * MiB, 0) is None  # 260 MiB at 16
+    assert next_size(points, (2, 4, 8, 16), 220 * MiB, 0) == 8  # 40 of the 80 MiB left
+    assert next_size(points, (2, 4, 8, 16), 200 * MiB, 0) == 7  # 8 would take 40 of 60: a smaller step
+    on_line = [*points, (8, 180 * MiB)]
+    # The last two slopes agree (a line) and 16 would take 80 of the 70 MiB left: the answer is extrapolated.
+    assert next_size(on_line, (2, 4, 8, 16), 250 * MiB, 0) is None
+
+
+def largest_batch_of(peak, limit, sizes=SIZES):
+    """What largest_batch does with a step whose peak at n is peak(n): the sizes it measures, its answer, and
+    the truth (the largest n whose peak is under the limit less the default margin)."""
+    margin = default_margin(limit)
+    points: list[tuple[int, int]] = []
+    while (n := next_size(points, sizes, limit, margin)) is not None:
+        points.append((n, peak(n)))
+    answer = largest_under(fit(points, limit - margin), limit, margin)
+    truth = next(n for n in range(1, 10**6) if peak(n + 1) > limit - margin)
+    return [n for n, _ in points], answer, truth
+
+
+def test_a_peak_flat_and_then_rising_is_not_taken_for_flat():
+    # PyTorch's MLP on MemTracker: the optimiser's update (21.3 MiB) is the peak up to 768, then the activations,
+    # 16 KiB a sample, are. Doubling goes on through the flat part, and the bend in 512-1024 is measured past.
+    def peak(n: int) -> int:
+        return max(21840 * 1024, 7324 * 1024 + 16 * 1024 * n)
+
+    for limit in (32 * MiB, 64 * MiB):
+        sizes, answer, truth = largest_batch_of(peak, limit)
+        assert sizes[:11] == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+        assert max(sizes) > 1024 and all(peak(n) <= limit for n in sizes)
+        assert answer == truth  # 1487 and 3433: two points past the bend give the slope exactly
+
+
+def test_the_steepest_slope_so_far_predicts_the_next_size():
+    # 2 MiB a sample from 1 to 2, 0.5 MiB from 2 to 4: 8 would take 8 MiB at 2 MiB a sample, more than half of
+    # the 7 MiB left, so a smaller step (5) is taken; at the last slope 8 would have looked like 2 MiB.
+    points = [(1, 10 * MiB), (2, 12 * MiB), (4, 13 * MiB)]
+    assert next_size(points, SIZES, 20 * MiB, 0) == 5
+
+
+def test_one_point_is_never_extrapolated_through_the_origin():
+    # 21 MiB at 1 under 30.4 MiB of room: through the origin 2 would need 42 MiB, but a step at 2 is one sample
+    # more, so it runs and the two points give the slope.
+    assert next_size([(1, 21 * MiB)], SIZES, 32 * MiB, 32 * MiB // 20) == 2
+    # A first size that does not fit stops everything; a jump of more than double waits for a slope.
+    assert next_size([(1, 33 * MiB)], SIZES, 32 * MiB, 0) is None
+    assert next_size([(16, 21 * MiB)], (16, 64), GiB, 0) is None
+
+
+def test_memory_growing_as_n_squared_is_approached_from_below():
+    sizes, answer, truth = largest_batch_of(lambda n: 16 * 1024 * n * n + 1000, GiB)
+    assert truth == 249 and 0.9 * truth <= answer <= truth
+    assert max(sizes) <= answer
+
+
+def test_the_exact_search_finds_the_largest_size_under_the_room_in_a_few_counts():
+    counted: list[int] = []
+
+    def peak(n: int) -> int:  # XLA-like: temporaries that grow a little faster than a line, in steps of 64
+        counted.append(n)
+        return 14 * MiB + 12 * 1024 * n + ((n * n) // 4096) * 64
+
+    limit = 256 * MiB
+    room = limit - default_margin(limit)
+    truth = next(n for n in range(1, 10**6) if peak(n + 1) > room)
+    counted.clear()
+    points = [(n, peak(n)) for n in (1, 2, 4, 8)]
+    counted.clear()
+    estimate = largest_under(fit(points, room), limit, default_margin(limit))
+    assert estimate > truth  # the line from the small sizes is above it
+    found = exact_largest(peak, points, limit, default_margin(limit), estimate)
+    assert found == truth and len(counted) <= EXACT_MOST and len(set(counted)) == len(counted)
+    assert exact_largest(peak, points, limit, default_margin(limit), estimate, at_most=1000) == 1000
