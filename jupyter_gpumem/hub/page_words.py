@@ -54,19 +54,11 @@ MESSAGES = (
     _("{kernel} (stale)"),
     # The state line at the top.
     _("Read at {time}; updated every {period} s."),
-    _("Read at {time}: {answered} of {servers} servers answered ({duration} s); updated every {period} s."),
-    _(
-        "Read at {time}: {answered} of {servers} servers answered ({duration} s), {failing} not answering; "
-        "updated every {period} s."
-    ),
-    _(
-        "Read at {time}: {answered} of {servers} servers scraped by Prometheus ({duration} s); "
-        "updated every {period} s."
-    ),
-    _(
-        "Read at {time}: {answered} of {servers} servers scraped by Prometheus ({duration} s), {failing} not "
-        "scraped; updated every {period} s."
-    ),
+    _("Read at {time}: {poll}; updated every {period} s."),
+    _("{answered} of {servers} servers answered ({duration} s)"),
+    _("{answered} of {servers} servers scraped by Prometheus ({duration} s)"),
+    _("{poll}, {failing} not answering"),
+    _("{poll}, {failing} not scraped"),
     _("The service answered {status}; reload the page to log in again."),
     _("The service did not answer ({error}); trying again."),
 )

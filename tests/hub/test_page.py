@@ -4,6 +4,7 @@ place from the service's JSON (no reload), light and dark. The service runs in f
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from fleet import ADMIN_TOKEN
 from hub_fixtures import Fleet, running_fleet, running_service
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, Route, sync_playwright
 from server_fixtures import free_port
 
 from jupyter_gpumem._version import __version__
@@ -126,3 +127,89 @@ def test_a_prometheus_that_cannot_be_read_is_one_sentence_at_the_top(
         assert state.inner_text().startswith(f"Prometheus at {dead} cannot be read: it cannot be reached")
         assert state.inner_text().endswith("The rows below are its last figures; check that Prometheus runs.")
         context.close()
+
+
+# The page's words in Japanese, with the glossary's terms (docs/glossary.md): standing in for the catalogue's until
+# its translator has reached the page, so that the layout is checked in CJK now. The served page's own words are
+# checked against the catalogue first.
+STAND_IN_JA = {
+    "User": "ユーザー", "Server": "サーバー", "Kernel": "カーネル", "Used": "使用量", "Budget": "予算",
+    "Over budget": "予算超過", "Ceiling": "上限 (管理者)", "Limit": "制限", "Idle for": "アイドル時間", "Note": "備考",
+    "yes": "はい", "no": "いいえ", "(default)": "(既定)", "{shown} of {total} rows": "{total} 行中 {shown} 行を表示",
+    "GPUs": "GPU", "answering servers": "応答しているサーバー", "not answering": "応答なし",
+    "not readable": "読み取れないサーバー", "GPUs lost": "失われた GPU",
+    "{used} of {total} on {count} GPUs": "GPU {count} 基で {total} 中 {used}",
+    "Kernels over budget": "予算を超過しているカーネル",
+    "Idle kernels holding memory": "メモリを保持しているアイドル状態のカーネル",
+    "Users by memory held": "保持メモリ量順のユーザー", "{count} users": "ユーザー {count} 人",
+    "Servers by release": "リリース別のサーバー", "{kernel} (stale)": "{kernel} (古い値)",
+    "Read at {time}: {poll}; updated every {period} s.": "{time} に読み取り: {poll}。{period} s ごとに更新。",
+    "{answered} of {servers} servers answered ({duration} s)":
+        "{servers} 台中 {answered} 台のサーバーが応答 ({duration} s)",
+    "{poll}, {failing} not answering": "{poll}、{failing} 台が応答なし",
+}  # fmt: skip
+COLUMN_MESSAGES = ["User", "Server", "Kernel", "GPU", "Used", "Budget", "Over budget", "Ceiling", "Limit", "Idle for",
+                   "Note"]  # fmt: skip
+CARD_MESSAGES = ["GPUs", "Kernels over budget", "Idle kernels holding memory", "Users by memory held",
+                 "Servers by release"]  # fmt: skip
+# What overflows: a heading or a header cut or wrapped, a card wider than its box, a row taller than one line, the page
+# wider than the window. A card's big figure may take two lines (the GPUs' does in English at this width).
+OVERFLOW = """() => {
+  const wrapped = e => e.getBoundingClientRect().height > 2 * parseFloat(getComputedStyle(e).fontSize);
+  const cut = [...document.querySelectorAll('#summary h2, #summary .big, th')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1 || (wrapped(e) && !e.matches('.big'))).map(e => e.textContent);
+  const cards = [...document.querySelectorAll('#summary .card')].filter(e => e.scrollWidth > e.clientWidth + 1)
+    .map(e => e.querySelector('h2').textContent);
+  const tall = [...document.querySelectorAll('tbody tr, #summary li')]
+    .filter(wrapped).length;
+  return {cut, cards, tall, wide: document.documentElement.scrollWidth > innerWidth};
+}"""
+
+
+def test_a_japanese_browser_gets_the_page_in_japanese_and_it_fits_at_250_users(browser: Browser, fleet: Fleet) -> None:
+    from jupyter_gpumem import i18n
+
+    ja = i18n.translation("ja_JP").gettext  # the catalogue as it is now: English where not translated yet
+    context = browser.new_context(
+        locale="ja-JP",  # Accept-Language: ja-JP
+        viewport={"width": 1440, "height": 900},
+        extra_http_headers={"Authorization": f"token {ADMIN_TOKEN}"},
+    )
+    page = context.new_page()
+    page.goto(fleet.service)
+    page.wait_for_function("() => document.querySelectorAll('tbody tr').length > 0", timeout=30_000)
+    assert page.evaluate("() => [navigator.language, document.documentElement.lang]") == ["ja-JP", "ja-JP"]
+    assert page.locator("th").all_text_contents() == [ja(m) for m in COLUMN_MESSAGES]
+    assert page.locator("#summary h2").all_text_contents() == [ja(m) for m in CARD_MESSAGES]
+    assert page.locator("#filter").get_attribute("placeholder") == ja("Filter: user, server, kernel, problem")
+    assert page.locator("#filter").get_attribute("aria-label") == ja("Filter rows")
+    assert page.title() == ja("GPU memory by user")
+    assert page.evaluate(OVERFLOW) == {"cut": [], "cards": [], "tall": 0, "wide": False}
+    page.close()
+
+    # Every word of the page in Japanese (the catalogue's, the stand-in's where it has none yet), at 250 users: nothing
+    # cut, wrapped or wider.
+    def in_japanese(route: Route) -> None:
+        served = route.fetch()
+        text, words = re.subn(
+            r"const WORDS = (\{.*?\});\n",
+            lambda m: f"const WORDS = {json.dumps({**STAND_IN_JA, **json.loads(m.group(1))})};\n",
+            served.text(),
+            count=1,
+        )
+        assert words == 1
+        route.fulfill(response=served, body=text)
+
+    page = context.new_page()
+    page.route(fleet.service, in_japanese)
+    page.goto(fleet.service)
+    page.wait_for_function("() => document.querySelectorAll('tbody tr').length > 0", timeout=30_000)
+    page.locator("#state").filter(has_text="に読み取り").wait_for(timeout=15_000)
+    assert page.locator("th").nth(8).text_content() == "制限" and page.locator("#shown").text_content().endswith(
+        "行を表示"
+    )
+    assert page.evaluate(OVERFLOW) == {"cut": [], "cards": [], "tall": 0, "wide": False}
+    assert page.evaluate("() => document.getElementById('summary').getBoundingClientRect().bottom") < 900
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / "hub-page-ja.png")
+    context.close()
