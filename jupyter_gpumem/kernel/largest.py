@@ -88,7 +88,7 @@ class BatchFit:
             notes.append(_not_linear(self.fit, len(self.points)))
         if self.problem:
             notes.append(self.problem)
-        measured = [(str(n), format_mib(peak), _small(peak)) for n, peak in self.points]
+        measured = [(str(n), format_mib(peak), _small(peak) if peak < 1 << 20 else "") for n, peak in self.points]
         return shown.View(headline, measured, facts, notes, f"counted by {self.counted}" if self.counted else "")
 
     def __str__(self) -> str:

@@ -22,7 +22,7 @@ def text(view: View) -> str:
     lines = [view.headline]
     if view.measured:
         lines.append(f"  {'batch':>7}  {'peak':>10}")
-        lines.extend(f"  {n:>7}  {mib:>10}  ({small})" for n, mib, small in view.measured)
+        lines.extend(f"  {n:>7}  {mib:>10}" + (f"  ({small})" if small else "") for n, mib, small in view.measured)
     if view.counted:
         lines.append(f"  {view.counted}")
     width = max((len(label) for label, _ in view.facts), default=0)
