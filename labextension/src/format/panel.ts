@@ -120,7 +120,7 @@ export function headline(
       text: trans.__(
         'N/A of %1 budget (%2)',
         formatBytes(budgetBytes, trans),
-        why.join('; ')
+        why.reduce((all, one) => trans.__('%1; %2', all, one))
       ),
       level: 'ok'
     };
@@ -133,7 +133,7 @@ export function headline(
       own,
       budget,
       unit,
-      [share, ...unheld].join(', ')
+      [share, ...unheld].reduce((all, one) => trans.__('%1, %2', all, one))
     ),
     level: level(ownBytes, budgetBytes)
   };
