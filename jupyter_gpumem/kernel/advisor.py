@@ -16,12 +16,15 @@ from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.gpu.model import Device
 from jupyter_gpumem.gpu.reader import stalled
+from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.i18n import ngettext
 from jupyter_gpumem.kernel.control import Controller
 from jupyter_gpumem.kernel.oom import OutOfMemory, recognise
 from jupyter_gpumem.kernel.recorder import Recorder
 from jupyter_gpumem.kernel.release import held_tensors
 from jupyter_gpumem.render.cells import culprit
 from jupyter_gpumem.units import MiB, format_mib, format_percent
+from jupyter_gpumem.words import word
 
 log = logging.getLogger("jupyter_gpumem")
 
@@ -51,64 +54,100 @@ def _device(reading: Reading, report: OutOfMemory, uuids: list[str]) -> Device |
     return holding[0] if len(holding) == 1 else None
 
 
-# The devices NVML cannot see (it sees NVIDIA GPUs only), as the advice names them.
-UNMEASURED = {
-    "ROCm": "an AMD GPU via ROCm",
-    "MPS": "an Apple GPU via MPS",
-    "XPU": "an Intel GPU via XPU",
-    "DirectML": "a GPU via DirectML",
-    "TPU": "a TPU",
-}
+def unmeasured() -> dict[str, str]:
+    """The devices NVML cannot see (it sees NVIDIA GPUs only), as the advice names them."""
+    return {
+        "ROCm": _("an AMD GPU via ROCm"),
+        "MPS": _("an Apple GPU via MPS"),
+        "XPU": _("an Intel GPU via XPU"),
+        "DirectML": _("a GPU via DirectML"),
+        "TPU": _("a TPU"),
+    }
+
+
+def _and(items: list[str]) -> str:
+    return word("join_and", {}).join(items)
 
 
 def diagnose(report: OutOfMemory, reading: Reading, uuids: list[str], growth: bool | None) -> Advice:
     """``uuids``: the framework's GPUs by NVML uuid, in its order; ``growth``: the policy's growth."""
     framework = report.framework
-    lines = [f"jupyter-gpumem: {framework} ran out of {_what(report)} ({report.error})."]
-    if report.shape is not None:
-        size = _size(report.bytes, report.rounded) if report.bytes is not None else "an unknown size"
-        lines.append(
-            f"  The tensor that did not fit: shape [{', '.join(map(str, report.shape))}], "
-            f"{report.dtype_name}, {size}" + (f", on {report.device}" if report.device else "") + "."
+    lines = [
+        _("jupyter-gpumem: {framework} ran out of {what} ({error}).").format(
+            framework=framework, what=_what(report), error=report.error
         )
+    ]
+    if report.shape is not None:
+        size = _size(report.bytes, report.rounded) if report.bytes is not None else _("an unknown size")
+        shape = ", ".join(map(str, report.shape))
+        if report.device:
+            said = _("The tensor that did not fit: shape [{shape}], {dtype}, {size}, on {device}.")
+        else:
+            said = _("The tensor that did not fit: shape [{shape}], {dtype}, {size}.")
+        lines.append("  " + said.format(shape=shape, dtype=report.dtype_name, size=size, device=report.device))
     elif report.bytes is not None:
-        lines.append(f"  The allocation that did not fit: {_size(report.bytes, report.rounded)}.")
+        lines.append(
+            "  " + _("The allocation that did not fit: {size}.").format(size=_size(report.bytes, report.rounded))
+        )
     else:
-        lines.append("  The message does not say which tensor did not fit.")
+        lines.append("  " + _("The message does not say which tensor did not fit."))
     if report.node or report.op:
-        where = [f"node {report.node}" if report.node else "", f"op {report.op}" if report.op else ""]
-        lines.append(f"  In {' / '.join(w for w in where if w)}.")
+        if report.node and report.op:
+            where = _("In node {node} / op {op}.")
+        elif report.node:
+            where = _("In node {node}.")
+        else:
+            where = _("In op {op}.")
+        lines.append("  " + where.format(node=report.node, op=report.op))
 
     device = _device(reading, report, uuids) if report.measurable else None
     split = reading.breakdowns.get(device.uuid or "") if device else None
     free = None
     if (sentence := stalled(reading.snapshot)) is not None:  # the figures below, if any, are the driver's last
-        lines.append(f"  {sentence}")
+        lines.append(f"  {sentence.words()}")
     if device is None or device.total_bytes is None:
-        lines.append(f"  GPU memory figures: {_unmeasured(report)}.")
+        lines.append("  " + _("GPU memory figures: {why}.").format(why=_unmeasured(report)))
         if report.free is not None:  # what the framework said when it failed, NVML's figures being out of reach
             free = report.free
-            lines.append(f"  {framework} said {_size(free, free > 0) if free else 'nothing'} was free{_limit(report)}.")
+            lines.append("  " + _said_free(framework, free, report))
     else:
         own = reading.own(device).bytes  # None where it cannot be attributed (containers): not 0
         budget = split.budget_bytes if split else None
         allocator = reading.allocators.get(device.uuid or "")
-        figures = (
-            f"  GPU {device.index} {device.name or ''}: this kernel holds {format_mib(own)} as nvidia-smi counts "
-            f"it; the device has {format_mib(device.used_bytes)} used of {format_mib(device.total_bytes)}"
+        if allocator is None:
+            figures = _(
+                "GPU {index} {name}: this kernel holds {own} as nvidia-smi counts it; the device has {used} used "
+                "of {total}."
+            )
+        else:
+            figures = _(
+                "GPU {index} {name}: this kernel holds {own} as nvidia-smi counts it; the device has {used} used "
+                "of {total}; {framework} tensors use {in_use} (peak {peak})."
+            )
+        lines.append(
+            "  "
+            + figures.format(
+                index=device.index,
+                name=device.name or "",
+                own=format_mib(own),
+                used=format_mib(device.used_bytes),
+                total=format_mib(device.total_bytes),
+                framework=framework,
+                in_use=format_mib(allocator.in_use) if allocator is not None else "",
+                peak=format_mib(allocator.peak) if allocator is not None else "",
+            )
         )
-        if allocator is not None:
-            figures += f"; {framework} tensors use {format_mib(allocator.in_use)} (peak {format_mib(allocator.peak)})"
-        lines.append(figures + ".")
         free = device.free_bytes
         if budget is not None and own is not None:
             free = max(0, min(free if free is not None else budget, budget - own))
             lines.append(
-                f"  Budget: {format_mib(budget)} ({format_percent(budget, device.total_bytes)} of the GPU); "
-                f"{format_mib(free)} of it is free."
+                "  "
+                + _("Budget: {budget} ({share} of the GPU); {free} of it is free.").format(
+                    budget=format_mib(budget), share=format_percent(budget, device.total_bytes), free=format_mib(free)
+                )
             )
         else:
-            lines.append(f"  No budget set: {format_mib(free)} of the GPU is free.")
+            lines.append("  " + _("No budget set: {free} of the GPU is free.").format(free=format_mib(free)))
         if allocator is not None and allocator.pool is not None:
             free = max(0, allocator.pool - allocator.in_use)  # what the allocator itself can still hand out
 
@@ -120,36 +159,50 @@ def diagnose(report: OutOfMemory, reading: Reading, uuids: list[str], growth: bo
 def _what(report: OutOfMemory) -> str:
     """What ran out, as the first line says it."""
     if (report.device or "").upper().startswith("CPU"):
-        return "host memory on the CPU"
-    name = UNMEASURED.get(report.accelerator or "")
-    return f"memory on {name}" if name else "GPU memory"
+        return _("host memory on the CPU")
+    name = unmeasured().get(report.accelerator or "")
+    return _("memory on {device}").format(device=name) if name else _("GPU memory")
 
 
 def _unmeasured(report: OutOfMemory) -> str:
     """Why there are no NVML figures for this error."""
     if (report.device or "").upper().startswith("CPU"):
-        return "none: this was the host's memory, which jupyter-gpumem does not measure"
-    name = UNMEASURED.get(report.accelerator or "")
+        return _("none: this was the host's memory, which jupyter-gpumem does not measure")
+    name = unmeasured().get(report.accelerator or "")
     if name:
-        return f"none here: NVML sees only NVIDIA GPUs, not {name}"
-    return "not available (no driver, or the GPU could not be told)"
+        return _("none here: NVML sees only NVIDIA GPUs, not {device}").format(device=name)
+    return _("not available (no driver, or the GPU could not be told)")
 
 
-def _limit(report: OutOfMemory) -> str:
-    return " under its limit (max allowed less what was allocated)" if report.accelerator == "MPS" else ""
+def _said_free(framework: str, free: int, report: OutOfMemory) -> str:
+    """What the framework said was free when it failed; MPS's figure is under its own limit."""
+    if report.accelerator == "MPS":
+        if free:
+            said = _("{framework} said {free} was free under its limit (max allowed less what was allocated).")
+        else:
+            said = _("{framework} said nothing was free under its limit (max allowed less what was allocated).")
+    elif free:
+        said = _("{framework} said {free} was free.")
+    else:
+        said = _("{framework} said nothing was free.")
+    return said.format(framework=framework, free=_size(free, free > 0) if free else "")
 
 
 def _size(size: int, rounded: bool) -> str:
     """A size from the message; "about" where the framework printed it rounded (PyTorch's "20.00 MiB")."""
-    return ("about " if rounded else "") + (format_mib(size) if size >= MiB else _small(size))
+    exact = format_mib(size) if size >= MiB else _small(size)
+    return _("about {size}").format(size=exact) if rounded else exact
 
 
 def _batch_lines(report: OutOfMemory, free: int | None, lines: list[str]) -> tuple[int | None, int | None]:
     shape = report.shape
     if not shape or report.bytes is None or free is None or shape[0] < 2:
         lines.append(
-            "  Fix: run the work in smaller batches, e.g. jupyter_gpumem.batched(model.evaluate, x, y, "
-            "batch_size=64), and halve it until it fits."
+            "  "
+            + _(
+                "Fix: run the work in smaller batches, e.g. jupyter_gpumem.batched(model.evaluate, x, y, "
+                "batch_size=64), and halve it until it fits."
+            )
         )
         return None, None
     first = shape[0]
@@ -158,22 +211,31 @@ def _batch_lines(report: OutOfMemory, free: int | None, lines: list[str]) -> tup
     fits = largest_under(Fit(fixed=0.0, per_sample=per_sample, linear=True, worst_residual=0.0), free, 0)
     if fits < 1:
         lines.append(
-            f"  Not even one sample ({_small(per_sample)} in this tensor) fits in the "
-            f"{format_mib(free)} free: the model needs less memory (smaller layers, float16), or more memory."
+            "  "
+            + _(
+                "Not even one sample ({per_sample} in this tensor) fits in the {free} free: the model needs less "
+                "memory (smaller layers, float16), or more memory."
+            ).format(per_sample=_small(per_sample), free=format_mib(free))
         )
         return None, first
     if fits >= first:
         batch = friendly(max(1, first // 2))
         lines.append(
-            f"  The tensor alone would fit in the {format_mib(free)} free, but the rest of the step needs "
-            f"room too: try batches of ~{batch} of {first}: jupyter_gpumem.batched(fn, x, ...) runs them for you."
+            "  "
+            + _(
+                "The tensor alone would fit in the {free} free, but the rest of the step needs room too: try "
+                "batches of ~{batch} of {first}: jupyter_gpumem.batched(fn, x, ...) runs them for you."
+            ).format(free=format_mib(free), batch=batch, first=first)
         )
         return batch, first
     batch = friendly(fits)
     lines.append(
-        f"  Fix: a batch of at most ~{batch} of {first} fits in the {format_mib(free)} free "
-        f"({_small(per_sample)} per sample in this tensor). jupyter_gpumem.batched(model.evaluate, x, y) "
-        f"runs it in batches of that size and returns what the whole call would (or pass batch_size={batch})."
+        "  "
+        + _(
+            "Fix: a batch of at most ~{batch} of {first} fits in the {free} free ({per_sample} per sample in this "
+            "tensor). jupyter_gpumem.batched(model.evaluate, x, y) runs it in batches of that size and returns "
+            "what the whole call would (or pass batch_size={batch})."
+        ).format(batch=batch, first=first, free=format_mib(free), per_sample=_small(per_sample))
     )
     return batch, first
 
@@ -181,7 +243,7 @@ def _batch_lines(report: OutOfMemory, free: int | None, lines: list[str]) -> tup
 def _small(size: float) -> str:
     """A per-sample size, which is often under a MiB."""
     if size < 1024:
-        return f"{math.ceil(size)} bytes"
+        return _("{count} bytes").format(count=math.ceil(size))  # "1 bytes" as before: English unchanged
     return f"{math.ceil(size / 1024)} KiB" if size < MiB else format_mib(math.ceil(size))
 
 
@@ -193,28 +255,43 @@ def _causes(
         others = sum(p.used_bytes or 0 for p in device.processes if not p.is_self)
         if others >= 0.1 * device.total_bytes:
             share = format_percent(others, device.total_bytes)
-            causes.append(f"other processes hold {format_mib(others)} of this GPU ({share}; %gpumem status lists them)")
+            causes.append(
+                _("other processes hold {held} of this GPU ({share}; %gpumem status lists them)").format(
+                    held=format_mib(others), share=share
+                )
+            )
     if budget is not None and report.bytes is not None and report.bytes > budget:
         causes.append(
-            f"the budget is too small for this tensor alone ({format_mib(budget)}): restart the kernel and ask "
-            "for more with %gpumem, or use smaller batches"
+            _(
+                "the budget is too small for this tensor alone ({budget}): restart the kernel and ask for more "
+                "with %gpumem, or use smaller batches"
+            ).format(budget=format_mib(budget))
         )
     # The frameworks that take their pool when they start (unless growth=on) say how to free it.
     free = next((a.free_earlier for a in ADAPTERS.values() if a.name == framework), None)
     if growth is not True and free and report.measurable:  # the policy's growth applies to NVIDIA GPUs
         causes.append(
-            f"growth is off, so {framework} reserved its pool when it started and tensors from earlier cells "
-            f"(models, results) still hold parts of it: {free}, or restart the kernel"
+            _(
+                "growth is off, so {framework} reserved its pool when it started and tensors from earlier cells "
+                "(models, results) still hold parts of it: {free}, or restart the kernel"
+            ).format(framework=framework, free=free)
         )
     unused = report.unused_pool
     if unused and unused >= (report.bytes or 0) // 2:
         intel = report.accelerator == "XPU"  # its allocator has no expandable segments
-        causes.append(
-            f"PyTorch holds {format_mib(unused)} reserved but unallocated, in pieces too small for this "
-            f"request (fragmentation): torch.{'xpu' if intel else 'cuda'}.empty_cache() gives them back"
-            + ("" if intel else "; %gpumem growth=on before CUDA starts (expandable segments) avoids it")
-        )
-    return [f"  Also likely: {cause}." for cause in causes]
+        if intel:
+            said = _(
+                "PyTorch holds {unused} reserved but unallocated, in pieces too small for this request "
+                "(fragmentation): torch.xpu.empty_cache() gives them back"
+            )
+        else:
+            said = _(
+                "PyTorch holds {unused} reserved but unallocated, in pieces too small for this request "
+                "(fragmentation): torch.cuda.empty_cache() gives them back; %gpumem growth=on before CUDA starts "
+                "(expandable segments) avoids it"
+            )
+        causes.append(said.format(unused=format_mib(unused)))
+    return ["  " + _("Also likely: {cause}.").format(cause=cause) for cause in causes]
 
 
 class Advisor:
@@ -242,15 +319,23 @@ class Advisor:
         device = _device(reading, report, uuids) if report.measurable else None
         named = culprit(self._cells.finished(), device.uuid) if device is not None and device.uuid else None
         held = held_tensors(error.__traceback__, self._control.adapters.values())
-        kept = [f"{count} {name} tensor{'s' if count > 1 else ''}" for name, count in held.items()]
+        kept = [
+            ngettext("{count} {framework} tensor", "{count} {framework} tensors", count).format(
+                count=count, framework=name
+            )
+            for name, count in held.items()
+        ]
+        keeps = ngettext(
+            "Its traceback keeps {tensors} of the failed call alive: %gpumem free releases it (and nothing you "
+            "still reference).",
+            "Its traceback keeps {tensors} of the failed call alive: %gpumem free releases them (and nothing you "
+            "still reference).",
+            sum(held.values()),
+        )
         return [
             *([named] if named else []),
-            *(
-                [f"  Its traceback keeps {' and '.join(kept)} of the failed call alive: %gpumem free releases "
-                 f"{'it' if sum(held.values()) == 1 else 'them'} (and nothing you still reference)."]
-                if kept else []
-            ),
-        ]  # fmt: skip
+            *(["  " + keeps.format(tensors=_and(kept))] if kept else []),
+        ]
 
     def after_cell(self, result: object = None) -> None:
         """IPython's post_run_cell handler: the diagnosis beneath a GPU out-of-memory traceback."""
