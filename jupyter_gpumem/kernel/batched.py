@@ -23,6 +23,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.display import DisplayHandle, display
 
 from jupyter_gpumem.frameworks import ADAPTERS
+from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.i18n import ngettext
 from jupyter_gpumem.kernel.largest import measured
 from jupyter_gpumem.kernel.oom import recognise
 from jupyter_gpumem.kernel.runtime import current, runtime
@@ -119,7 +121,8 @@ def _predicted(fn: Callable[..., Any], arrays: tuple[Any, ...], kwargs: dict[str
         at_most=length,
     )
     if not found.batch_size:
-        print(f"batched: no batch size predicted, so it goes on without one. {found.problem or ''}".strip())
+        said = _("batched: no batch size predicted, so it goes on without one.")
+        print(f"{said} {found.problem}" if found.problem else said)
         return None
     return found.batch_size
 
@@ -209,9 +212,12 @@ class _Progress:
 
     def show(self, done: int, batches: int, size: int) -> None:
         filled = math.floor(self.WIDTH * done / self.length)
-        text = (
-            f"batched: [{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{self.length} samples, "
-            f"{batches} batch{'es' if batches != 1 else ''} of up to {size}"
+        text = ngettext(
+            "batched: [{bar}] {done}/{length} samples, {batches} batch of up to {size}",
+            "batched: [{bar}] {done}/{length} samples, {batches} batches of up to {size}",
+            batches,
+        ).format(
+            bar="#" * filled + "." * (self.WIDTH - filled), done=done, length=self.length, batches=batches, size=size
         )
         if not InteractiveShell.initialized():
             return  # plain Python: no notebook to show it in

@@ -25,6 +25,8 @@ from jupyter_gpumem.budget.batchfit import Fit, Limit
 from jupyter_gpumem.budget.overhead import estimate
 from jupyter_gpumem.frameworks import Adapter, Jax
 from jupyter_gpumem.frameworks.base import Peak
+from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.i18n import pgettext
 from jupyter_gpumem.kernel.runtime import runtime
 from jupyter_gpumem.render import largest as shown
 from jupyter_gpumem.units import format_mib, parse_bytes
@@ -69,27 +71,49 @@ class BatchFit:
     def view(self) -> shown.View:
         """The words and figures every form of the result shows (text and HTML)."""
         if self.batch_size:
-            headline = f"jupyter-gpumem: the largest batch that fits is {self.batch_size} ({self.framework})."
+            headline = _("jupyter-gpumem: the largest batch that fits is {batch_size} ({framework}).").format(
+                batch_size=self.batch_size, framework=self.framework
+            )
         else:
-            headline = f"jupyter-gpumem: no batch size can be given ({self.framework})."
+            headline = _("jupyter-gpumem: no batch size can be given ({framework}).").format(framework=self.framework)
         facts: list[tuple[str, str]] = []
         if self.fit is not None:
-            facts.append(("fit", _line(self.fit)))
+            facts.append((pgettext("largest_batch fact", "fit"), _line(self.fit)))
         if self.limit_bytes is not None:
-            facts.append(("limit", f"{format_mib(self.limit_bytes)}: {self.limit_source}"))
-            facts.append(("margin", format_mib(self.margin_bytes)))
+            facts.append(
+                (
+                    pgettext("largest_batch fact", "limit"),
+                    _("{limit}: {source}").format(limit=format_mib(self.limit_bytes), source=self.limit_source),
+                )
+            )
+            facts.append((pgettext("largest_batch fact", "margin"), format_mib(self.margin_bytes)))
         if self.predicted_bytes is not None and self.headroom_bytes is not None:
-            facts.append(("predicted peak", f"{format_mib(self.predicted_bytes)} at {self.batch_size}"))
-            facts.append(("headroom", format_mib(self.headroom_bytes)))
+            facts.append(
+                (
+                    pgettext("largest_batch fact", "predicted peak"),
+                    _("{peak} at {batch_size}").format(
+                        peak=format_mib(self.predicted_bytes), batch_size=self.batch_size
+                    ),
+                )
+            )
+            facts.append((pgettext("largest_batch fact", "headroom"), format_mib(self.headroom_bytes)))
         if self.verified_bytes is not None:
-            facts.append(("verified", f"{format_mib(self.verified_bytes)} measured at {self.batch_size}"))
+            facts.append(
+                (
+                    pgettext("largest_batch fact", "verified"),
+                    _("{peak} measured at {batch_size}").format(
+                        peak=format_mib(self.verified_bytes), batch_size=self.batch_size
+                    ),
+                )
+            )
         notes = []
         if self.fit is not None and not self.fit.linear:
             notes.append(_not_linear(self.fit, len(self.points)))
         if self.problem:
             notes.append(self.problem)
         measured = [(str(n), format_mib(peak), _small(peak) if peak < 1 << 20 else "") for n, peak in self.points]
-        return shown.View(headline, measured, facts, notes, f"counted by {self.counted}" if self.counted else "")
+        counted = _("counted by {how}").format(how=self.counted) if self.counted else ""
+        return shown.View(headline, measured, facts, notes, counted)
 
     def __str__(self) -> str:
         return shown.text(self.view())
@@ -160,13 +184,13 @@ def measured(
     jitted = _jitted(step, control.adapters.values())
     adapter = jitted or _framework(step, batch_of, planned[0], control)
     if adapter is None:
-        return BatchFit(0, (), None, None, "", 0, "no framework", "", _NO_FRAMEWORK)
+        return BatchFit(0, (), None, None, "", 0, _("no framework"), "", _no_framework())
     # Two defaults: the count of a step's peak may leave out what the allocator held before it (the first
     # measurement tells), and then the tensors in use now come off the limit too.
-    limits = {True: Limit(explicit, "given (limit=)")} if explicit is not None else _default_limits(control, adapter)
+    limits = {True: Limit(explicit, _("given (limit=)"))} if explicit is not None else _default_limits(control, adapter)
     found = limits[True] if jitted is None else limits.get(False, limits[True])
     if found is None:
-        problem = "NVML shows no GPU here to take a limit from: pass one, e.g. largest_batch(..., limit='6GiB')."
+        problem = _("NVML shows no GPU here to take a limit from: pass one, e.g. largest_batch(..., limit='6GiB').")
         return BatchFit(0, (), None, None, "", 0, adapter.name, "", problem)
     spare = margin_given if margin_given is not None else batchfit.default_margin(found.bytes)
     result = BatchFit(0, (), None, found.bytes, found.source, spare, adapter.name, "")
@@ -282,10 +306,13 @@ def _default_limits(control: Any, adapter: Adapter) -> dict[bool, Limit | None]:
 
 # ---------------------------------------------------------------------- arguments and sentences
 
-_NO_FRAMEWORK = (
-    "Neither the step nor its arguments belong to TensorFlow, PyTorch or JAX, and no framework this kernel knows "
-    "is imported: import the framework first, or name it with %gpumem framework=pytorch (or tensorflow, jax)."
-)
+
+def _no_framework() -> str:
+    return _(
+        "Neither the step nor its arguments belong to TensorFlow, PyTorch or JAX, and no framework this kernel "
+        "knows is imported: import the framework first, or name it with %gpumem framework=pytorch (or tensorflow, "
+        "jax)."
+    )
 
 
 def _check(step: object, batch_of: object, sizes: Sequence[int] | None, verify: object) -> list[int]:
@@ -322,11 +349,22 @@ def _with(result: BatchFit, **changes: Any) -> BatchFit:
 
 def _line(fit: Fit) -> str:
     fixed = format_mib(round(fit.fixed)) if abs(fit.fixed) >= 1 << 20 else _small(round(fit.fixed))
-    since = f", from batch {fit.from_size} on" if fit.linear and fit.from_size > 1 else ""
+    per_sample = _small(round(fit.per_sample))
     if fit.per_square > 0:
-        shape = "a line within 5%, curving up at the largest sizes" if fit.linear else "not a line"
-        return f"{fixed} + {_small(round(fit.per_sample))} × n + {_small(round(fit.per_square))} × n² ({shape})"
-    return f"{fixed} + {_small(round(fit.per_sample))} per sample ({'a line' if fit.linear else 'not a line'}{since})"
+        if fit.linear:
+            said = _(
+                "{fixed} + {per_sample} × n + {per_square} × n² (a line within 5%, curving up at the largest sizes)"
+            )
+        else:
+            said = _("{fixed} + {per_sample} × n + {per_square} × n² (not a line)")
+        return said.format(fixed=fixed, per_sample=per_sample, per_square=_small(round(fit.per_square)))
+    if not fit.linear:
+        said = _("{fixed} + {per_sample} per sample (not a line)")
+    elif fit.from_size > 1:
+        said = _("{fixed} + {per_sample} per sample (a line, from batch {from_size} on)")
+    else:
+        said = _("{fixed} + {per_sample} per sample (a line)")
+    return said.format(fixed=fixed, per_sample=per_sample, from_size=fit.from_size)
 
 
 def _small(size: float) -> str:
@@ -334,56 +372,64 @@ def _small(size: float) -> str:
     if size < 0:
         return "-" + _small(-size)
     if size < 1024:
-        return f"{round(size)} bytes"
+        return _("{count} bytes").format(count=round(size))  # "1 bytes" as before: English unchanged
     return f"{round(size / 1024)} KiB" if size < 1 << 20 else format_mib(size)
 
 
 def _not_linear(fit: Fit, count: int) -> str:
+    # Two messages rather than ngettext's forms: one size and several say different things after the colon,
+    # which a language of one plural form could not tell apart.
+    if count == 1:
+        return _(
+            "Only {count} size could be measured under the limit, so nothing checks that the peak grows in a line: "
+            "the answer is that size."
+        ).format(count=count)
     if count < 3:
-        return (
-            f"Only {count} size{'s' if count != 1 else ''} could be measured under the limit, so nothing checks "
-            "that the peak grows in a line: "
-            + ("the answer is that size." if count == 1 else "the answer comes from the line through them.")
-        )
+        return _(
+            "Only {count} sizes could be measured under the limit, so nothing checks that the peak grows in a "
+            "line: the answer comes from the line through them."
+        ).format(count=count)
+    off = f"{fit.worst_residual:.0%}"
     if fit.per_square > 0:
-        return (
-            f"The peaks are not on a line (one is {fit.worst_residual:.0%} off it): the memory grows faster than the "
-            "batch, and its slope still grew at the largest sizes. The answer assumes it goes on growing as fast, "
-            "right for memory that grows as n² and cautious for slower growth: check it with verify=True."
-        )
-    return (
-        f"The peaks are not on a line (one is {fit.worst_residual:.0%} off it): the memory does not grow in "
-        "proportion to the batch over the sizes measured. The answer comes from the line through the largest "
-        "size at the steepest recent slope, cautious where the growth settles into a line; verify=True checks it."
-    )
+        return _(
+            "The peaks are not on a line (one is {off} off it): the memory grows faster than the batch, and its "
+            "slope still grew at the largest sizes. The answer assumes it goes on growing as fast, right for "
+            "memory that grows as n² and cautious for slower growth: check it with verify=True."
+        ).format(off=off)
+    return _(
+        "The peaks are not on a line (one is {off} off it): the memory does not grow in proportion to the batch "
+        "over the sizes measured. The answer comes from the line through the largest size at the steepest recent "
+        "slope, cautious where the growth settles into a line; verify=True checks it."
+    ).format(off=off)
 
 
 def _no_room(found: Limit, spare: int) -> str:
-    return (
-        f"Nothing was run: the limit, {format_mib(found.bytes)} ({found.source}), leaves no room above the "
-        f"{format_mib(spare)} margin even for the smallest batch. Free memory first (%gpumem free, del what you no "
-        "longer need), or ask for a larger budget."
-    )
+    return _(
+        "Nothing was run: the limit, {limit} ({source}), leaves no room above the {margin} margin even for the "
+        "smallest batch. Free memory first (%gpumem free, del what you no longer need), or ask for a larger budget."
+    ).format(limit=format_mib(found.bytes), source=found.source, margin=format_mib(spare))
 
 
 def _flat(points: list[tuple[int, int]]) -> str:
     (n1, p1), (n2, p2) = points[0], points[-1]
-    return (
-        f"The step's peak does not grow with the batch size ({format_mib(p1)} at {n1}, {format_mib(p2)} at {n2}): "
-        "the allocator measured does not see the step's memory, or the step does not use its batch, so no batch "
-        "size follows from it."
-    )
+    return _(
+        "The step's peak does not grow with the batch size ({peak1} at {n1}, {peak2} at {n2}): the allocator "
+        "measured does not see the step's memory, or the step does not use its batch, so no batch size follows "
+        "from it."
+    ).format(peak1=format_mib(p1), n1=n1, peak2=format_mib(p2), n2=n2)
 
 
 def _none_fits(fit: Fit, found: Limit, spare: int) -> str:
-    return (
-        f"Not even a batch of 1 fits: the line predicts {format_mib(round(fit.peak(1)))} for it, above the limit "
-        f"of {format_mib(found.bytes)} less the {format_mib(spare)} margin."
-    )
+    return _(
+        "Not even a batch of 1 fits: the line predicts {peak} for it, above the limit of {limit} less the {margin} "
+        "margin."
+    ).format(peak=format_mib(round(fit.peak(1))), limit=format_mib(found.bytes), margin=format_mib(spare))
 
 
 def _past_limit(points: list[tuple[int, int]], limit_bytes: int) -> str | None:
     over = [n for n, peak in points if peak > limit_bytes]
     if not over:
         return None
-    return f"The step at {over[0]} already went past the limit: the line was fitted to it, so the answer is below it."
+    return _(
+        "The step at {batch_size} already went past the limit: the line was fitted to it, so the answer is below it."
+    ).format(batch_size=over[0])

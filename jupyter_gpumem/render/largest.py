@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from jupyter_gpumem.i18n import pgettext
 from jupyter_gpumem.render.html import render
 
 
@@ -21,7 +22,8 @@ class View:
 def text(view: View) -> str:
     lines = [view.headline]
     if view.measured:
-        lines.append(f"  {'batch':>7}  {'peak':>10}")
+        batch, peak = pgettext("largest_batch table", "batch"), pgettext("largest_batch table", "peak")
+        lines.append(f"  {batch:>7}  {peak:>10}")
         lines.extend(f"  {n:>7}  {mib:>10}" + (f"  ({small})" if small else "") for n, mib, small in view.measured)
     if view.counted:
         lines.append(f"  {view.counted}")
