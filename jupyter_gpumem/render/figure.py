@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.render import history, viewtext
 from jupyter_gpumem.render.text import printable
 from jupyter_gpumem.units import GiB, MiB
@@ -126,7 +127,7 @@ def figure(
     try:
         import plotly.graph_objects as go
     except ImportError as error:
-        raise ImportError(f"The chart needs plotly: {PIP_VIEW}.") from error
+        raise ImportError(_("The chart needs plotly: {install}.").format(install=PIP_VIEW)) from error
     drawn = plot(samples, gpu, window_s)
     fig = go.Figure(layout=_layout(drawn.gpu, subtitle))
     if drawn.empty is not None:
@@ -178,7 +179,8 @@ def _cells_in_view(samples: list[Mapping[str, Any]], last: float, x0: float, x1:
         if end < x0 or start > x1:
             continue
         count = "*" if cell["count"] is None else cell["count"]
-        shown.append(Cell(start, end, f"[{count}] {printable(cell['line'])}" + (" (error)" if cell["error"] else "")))
+        name = f"[{count}] {printable(cell['line'])}"
+        shown.append(Cell(start, end, _("{cell} (error)").format(cell=name) if cell["error"] else name))
     return shown
 
 
@@ -239,24 +241,29 @@ def _empty(
 ) -> str:
     """Why there is nothing to draw, as a sentence."""
     if latest is None:
-        return (
+        return _(
             "No GPU memory recorded yet: this kernel records once jupyter_gpumem is loaded (%load_ext jupyter_gpumem)."
         )
     if latest.get("problem"):
         return str(latest["problem"])
     if not gpus:
-        return "The NVIDIA driver is loaded but reports no GPUs."
+        return _("The NVIDIA driver is loaded but reports no GPUs.")
     if chosen is not None and chosen["lost"]:
-        return "This GPU is lost: no figures until it is reset."
+        return _("This GPU is lost: no figures until it is reset.")
     if chosen is None:
         named = ", ".join(f"{g['index']}" for g in gpus)
-        return f"No GPU {gpu!r} here: the GPUs are {named} (or their uuids)."
-    return "Collecting…"
+        return _("No GPU {gpu} here: the GPUs are {named} (or their uuids).").format(gpu=repr(gpu), named=named)
+    return _("Collecting…")
 
 
 def _layout(gpu: Mapping[str, Any] | None, subtitle: str) -> dict[str, object]:
-    title = "" if gpu is None else f"GPU {gpu['index']} · {_plain(printable(gpu.get('name') or 'unknown GPU'))}"
-    title = f"{title} — this kernel's GPU memory" if title else ""
+    title = (
+        ""
+        if gpu is None
+        else _("GPU {index} · {name} — this kernel's GPU memory").format(
+            index=gpu["index"], name=_plain(printable(gpu.get("name") or _("unknown GPU")))
+        )
+    )
     if subtitle:
         title = f"{title}<br><sup>{_plain(subtitle)}</sup>"
     grid = "rgba(128,128,128,0.25)"

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from html import escape
 from typing import Any
 
+from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.render import viewtext
 from jupyter_gpumem.render.figure import MUTED, TRACES, Plot, Trace, plot
 
@@ -45,7 +46,7 @@ def draw(drawn: Plot) -> str | None:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" '
         f'style="max-width:{WIDTH}px;height:auto;display:block" role="img" font-size="11" fill="{MUTED}" '
-        f'aria-label="{escape(f"GPU memory over time ({unit}): {names}")}">'
+        f'aria-label="{escape(_("GPU memory over time ({unit}): {names}").format(unit=unit, names=names))}">'
     ]
     parts += _axes(scale, drawn.top / size, unit)
     parts += _cells(scale, drawn)

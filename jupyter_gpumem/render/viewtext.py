@@ -13,6 +13,8 @@ from typing import Any
 
 from jupyter_gpumem.budget.privacy import from_sample, others_line
 from jupyter_gpumem.gpu.reader import stalled_sentence
+from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.i18n import pgettext
 from jupyter_gpumem.render.text import printable
 from jupyter_gpumem.units import (
     Level,
@@ -46,23 +48,29 @@ def choose_gpu(gpus: Sequence[Mapping[str, Any]], shown: str | None) -> str | No
 
 
 def simulated_banner(scenario: str | None) -> str | None:
-    return f"SIMULATED GPU — stand-in NVML ({printable(os.path.basename(scenario))})" if scenario else None
+    if not scenario:
+        return None
+    return _("SIMULATED GPU — stand-in NVML ({scenario})").format(scenario=printable(os.path.basename(scenario)))
 
 
 def stalled_line(sample: Sample) -> str | None:
     """format/channel.ts's stalledLine: the sample's figures are the last a stalled driver gave."""
     since = sample.get("stalled_since")
-    return None if since is None else stalled_sentence(since, sample["t"], bool(sample["gpus"]))
+    return None if since is None else stalled_sentence(since, sample["t"], bool(sample["gpus"])).words()
 
 
 def device_line(gpu: SampleGpu) -> str:
     named = gpu.get("name")
     name = printable(named) if named is not None else None
     if gpu["lost"]:
-        return f"GPU {gpu['index']}{'' if name is None else ' ' + name}: lost (fell off the bus; it needs a reset)"
-    return (
-        f"GPU {gpu['index']} · {name or 'unknown'} · {format_gib_or_mib(gpu['used_bytes'])} of "
-        f"{format_gib_or_mib(gpu['total_bytes'])} used"
+        if name is None:
+            return _("GPU {index}: lost (fell off the bus; it needs a reset)").format(index=gpu["index"])
+        return _("GPU {index} {name}: lost (fell off the bus; it needs a reset)").format(index=gpu["index"], name=name)
+    return _("GPU {index} · {name} · {used} of {total} used").format(
+        index=gpu["index"],
+        name=name or _("unknown"),
+        used=format_gib_or_mib(gpu["used_bytes"]),
+        total=format_gib_or_mib(gpu["total_bytes"]),
     )
 
 
@@ -70,20 +78,28 @@ def headline(gpu: SampleGpu, sample: Sample) -> tuple[str, Level]:
     """ "3.1 of 4.0 GiB budget (78%)", in the warning colour from 90% and the error colour above."""
     own, budget = gpu.get("own_bytes"), gpu.get("budget_bytes")
     if gpu["lost"]:
-        return f"GPU {gpu['index']} is lost: N/A", "error"
+        return _("GPU {index} is lost: N/A").format(index=gpu["index"]), "error"
     if gpu.get("hidden"):
-        return f"Hidden from this kernel by its policy ({printable(sample.get('policy') or 'gpus=')})", "ok"
+        policy = printable(sample.get("policy") or "gpus=")
+        return _("Hidden from this kernel by its policy ({policy})").format(policy=policy), "ok"
     if budget is None:
         if own is None:
-            return "N/A used by this kernel (the driver cannot tell)", "ok"
-        return f"{format_gib_or_mib(own)} used by this kernel", "ok"
-    unheld = [] if gpu.get("in_force") else ["not in force"]
+            return _("N/A used by this kernel (the driver cannot tell)"), "ok"
+        return _("{used} used by this kernel").format(used=format_gib_or_mib(own)), "ok"
+    in_force = bool(gpu.get("in_force"))
     if own is None:
-        why = [*unheld, "the driver cannot tell this kernel's memory"]
-        return f"N/A of {format_gib_or_mib(budget)} budget ({'; '.join(why)})", "ok"
+        if in_force:
+            said = _("N/A of {budget} budget (the driver cannot tell this kernel's memory)")
+        else:
+            said = _("N/A of {budget} budget (not in force; the driver cannot tell this kernel's memory)")
+        return said.format(budget=format_gib_or_mib(budget)), "ok"
     figure, limit, unit = against_budget(own, budget)
     share = f"{percent(own, budget)}%" if budget > 0 else "∞"
-    return f"{figure} of {limit} {unit} budget ({', '.join([share, *unheld])})", budget_level(own, budget)
+    if in_force:
+        said = _("{figure} of {limit} {unit} budget ({share})")
+    else:
+        said = _("{figure} of {limit} {unit} budget ({share}, not in force)")
+    return said.format(figure=figure, limit=limit, unit=unit, share=share), budget_level(own, budget)
 
 
 def own_line(gpu: SampleGpu) -> tuple[str, Level] | None:
@@ -92,15 +108,19 @@ def own_line(gpu: SampleGpu) -> tuple[str, Level] | None:
     source = gpu.get("own_source")
     if gpu["lost"] or gpu.get("hidden") or source is None:
         return None
-    label, reason = source.capitalize(), gpu.get("own_reason")
-    text = f"{label}: {printable(reason)}" if reason else label
+    labels = {"exact": _("Exact"), "matched": _("Matched"), "estimated": _("Estimated"), "unknown": _("Unknown")}
+    label, reason = labels.get(source, source.capitalize()), gpu.get("own_reason")
+    text = _("{label}: {reason}").format(label=label, reason=printable(reason)) if reason else label
     return text, "warn" if source == "unknown" else "ok"
 
 
 def budget_note(gpu: SampleGpu, sample: Sample) -> str | None:
     if gpu["lost"] or gpu.get("hidden") or gpu.get("budget_bytes") is not None:
         return None
-    return f"No budget set — {printable(sample.get('takes') or 'a framework takes its default amount when it starts')}"
+    takes = sample.get("takes")
+    return _("No budget set — {takes}").format(
+        takes=printable(takes) if takes else _("a framework takes its default amount when it starts")
+    )
 
 
 def limit_lines(gpu: SampleGpu, sample: Sample) -> str | None:
@@ -110,15 +130,16 @@ def limit_lines(gpu: SampleGpu, sample: Sample) -> str | None:
     if not gpu["lost"]:
         kind = gpu.get("limit_kind")
         if kind == "mig":
-            lines.append("Hard limit: a MIG partition")
+            lines.append(_("Hard limit: a MIG partition"))
         elif kind == "mps":
-            lines.append("Hard limit: MPS, per process")
+            lines.append(_("Hard limit: MPS, per process"))
         elif kind == "cooperative" and gpu.get("budget_bytes") is not None:
-            lines.append("Cooperative limit (%gpumem): code that bypasses it is not held")
+            lines.append(_("Cooperative limit (%gpumem): code that bypasses it is not held"))
         if gpu.get("unlisted_bytes") is not None:
             lines.append(
-                f"Not listed: {format_gib_or_mib(gpu['unlisted_bytes'])} the driver uses for processes it hides "
-                "(other containers’)"
+                _("Not listed: {unlisted} the driver uses for processes it hides (other containers’)").format(
+                    unlisted=format_gib_or_mib(gpu["unlisted_bytes"])
+                )
             )
     note = sample.get("limit_note")
     if note:
@@ -142,23 +163,27 @@ def breakdown(gpu: SampleGpu, framework: str | None) -> str | None:
         or kind is None
     ):
         return None
-    source = {"estimated": "estimated", "remembered": "measured by an earlier kernel", "measured": "measured"}[kind]
-    who = framework or "Allocator"
+    source = {"estimated": _("estimated"), "remembered": _("measured by an earlier kernel"), "measured": _("measured")}[
+        kind
+    ]
+    who = framework or _("Allocator")
     if gpu.get("pool_known") and own is not None:
         outside = max(0, own - pool)
-        return (
-            f"{who} pool {format_gib_or_mib(pool)} + {format_gib_or_mib(outside)} outside it ({source}) = "
-            f"{format_gib_or_mib(own)}"
+        return _("{who} pool {pool} + {outside} outside it ({source}) = {own}").format(
+            who=who,
+            pool=format_gib_or_mib(pool),
+            outside=format_gib_or_mib(outside),
+            source=source,
+            own=format_gib_or_mib(own),
         )
-    return (
-        f"{who} limit {format_gib_or_mib(pool)} + {format_gib_or_mib(aside)} set aside for CUDA and libraries "
-        f"({source})"
+    return _("{who} limit {pool} + {aside} set aside for CUDA and libraries ({source})").format(
+        who=who, pool=format_gib_or_mib(pool), aside=format_gib_or_mib(aside), source=source
     )
 
 
 def over_line(gpu: SampleGpu) -> str | None:
     reason = gpu.get("over_reason")
-    return f"Over budget: {printable(reason)}" if reason and not gpu.get("hidden") else None
+    return _("Over budget: {reason}").format(reason=printable(reason)) if reason and not gpu.get("hidden") else None
 
 
 def policy_line(sample: Sample) -> tuple[str, Level] | None:
@@ -166,15 +191,18 @@ def policy_line(sample: Sample) -> tuple[str, Level] | None:
     if said is None:
         return None
     policy = printable(said)
-    text = f"Policy: {policy} — {printable(note)}" if note else f"Policy: {policy}"
+    if note:
+        text = _("Policy: {policy} — {note}").format(policy=policy, note=printable(note))
+    else:
+        text = _("Policy: {policy}").format(policy=policy)
     return text, "warn" if sample.get("policy_state") == "not_in_force" else "ok"
 
 
 def process_note(gpu: SampleGpu) -> str | None:
     if gpu["lost"]:
-        return "This GPU is lost: no figures until it is reset."
+        return _("This GPU is lost: no figures until it is reset.")
     if not gpu.get("processes_known", True):
-        return "The driver does not list the processes on this GPU."
+        return _("The driver does not list the processes on this GPU.")
     return None
 
 
@@ -206,19 +234,23 @@ def clock(t: float) -> str:
 def chart_labels(framework: str | None) -> dict[str, str]:
     """The chart's trace names (format/chart.ts chartLabels): tests/fixtures/chart/traces.json pins both."""
     return {
-        "own": "this kernel",
-        "framework": f"{framework} in use" if framework else "framework in use",
-        "others": "others",
-        "budget": "budget",
-        "total": "device total",
+        "own": pgettext("chart", "this kernel"),
+        "framework": pgettext("chart", "{framework} in use").format(framework=framework)
+        if framework
+        else pgettext("chart", "framework in use"),
+        "others": pgettext("chart", "others"),
+        "budget": pgettext("chart", "budget"),
+        "total": pgettext("chart", "device total"),
     }
 
 
 def total_above(total_bytes: float) -> str:
     """The chart's note where the device total lies above its scale (format/chart.ts totalAbove)."""
-    return f"device total {format_gib_or_mib(total_bytes)} ↑"
+    return _("device total {total} ↑").format(total=format_gib_or_mib(total_bytes))
 
 
 def mark_title(t: float, reason: str | None) -> str:
     """An over-budget mark's hover (format/chart.ts markTitle)."""
-    return f"Over budget from {clock(t)}: {printable(reason)}" if reason else f"Over budget from {clock(t)}"
+    if reason:
+        return _("Over budget from {time}: {reason}").format(time=clock(t), reason=printable(reason))
+    return _("Over budget from {time}").format(time=clock(t))
