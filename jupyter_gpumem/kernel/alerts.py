@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Device
+from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.units import format_mib, format_percent
 
 
@@ -36,7 +37,10 @@ class Alerts:
             used, total = device.used_bytes, device.total_bytes
             where = f"GPU {device.index} {device.name or ''}".rstrip()
             # Not NVML's figure under this kernel's PID: say which it is (attribution.py).
-            uses = {"matched": f"{format_mib(own)} (matched)", "estimated": f"about {format_mib(own)} (estimated)"}
+            uses = {
+                "matched": _("{held} (matched)").format(held=format_mib(own)),
+                "estimated": _("about {held} (estimated)").format(held=format_mib(own)),
+            }
             held = uses.get(figure.source, format_mib(own))
             if own is not None and budget:
                 share = own / budget
@@ -44,14 +48,16 @@ class Alerts:
                 near = self._starts(NEAR_BUDGET, device, share)  # also when over: no "near" on the way back
                 if over:
                     lines.append(
-                        f"jupyter-gpumem: this kernel uses {held} on {where}, "
-                        f"{format_mib(own - budget)} over its {format_mib(budget)} budget. "
-                        "Run %gpumem explain to see why."
+                        _(
+                            "jupyter-gpumem: this kernel uses {held} on {gpu}, {over} over its {budget} budget. Run "
+                            "%gpumem explain to see why."
+                        ).format(held=held, gpu=where, over=format_mib(own - budget), budget=format_mib(budget))
                     )
                 elif near:
                     lines.append(
-                        f"jupyter-gpumem: this kernel uses {held} on {where}, "
-                        f"{format_percent(own, budget)} of its {format_mib(budget)} budget."
+                        _("jupyter-gpumem: this kernel uses {held} on {gpu}, {share} of its {budget} budget.").format(
+                            held=held, gpu=where, share=format_percent(own, budget), budget=format_mib(budget)
+                        )
                     )
             if used is not None and total:
                 others = None if own is None else used - own
@@ -59,15 +65,25 @@ class Alerts:
                 # own share is unknown, nobody can be told apart: the GPU filling up is worth saying anyway.
                 crowded = used / total if others is None or others >= 0.05 * total else 0.0
                 if self._starts(GPU_FULL, device, crowded):
-                    holders = (
-                        f"this kernel's own share is unknown ({figure.reason})"
-                        if others is None
-                        else f"other processes hold {format_mib(others)}"
-                    )
+                    if others is None:
+                        said = _(
+                            "jupyter-gpumem: {gpu} is {share} full ({used} of {total}); this kernel's own share is "
+                            "unknown ({reason}), so this kernel may run out of memory before its budget."
+                        )
+                    else:
+                        said = _(
+                            "jupyter-gpumem: {gpu} is {share} full ({used} of {total}); other processes hold "
+                            "{others}, so this kernel may run out of memory before its budget."
+                        )
                     lines.append(
-                        f"jupyter-gpumem: {where} is {format_percent(used, total)} full "
-                        f"({format_mib(used)} of {format_mib(total)}); {holders}, so this kernel may run out of "
-                        "memory before its budget."
+                        said.format(
+                            gpu=where,
+                            share=format_percent(used, total),
+                            used=format_mib(used),
+                            total=format_mib(total),
+                            reason=figure.reason.words(),
+                            others=format_mib(others) if others is not None else "",
+                        )
                     )
         return lines
 

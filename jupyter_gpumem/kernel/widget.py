@@ -38,6 +38,7 @@ from typing import Protocol
 import anywidget
 from IPython.display import DisplayHandle, display
 
+from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.kernel import protocol
 from jupyter_gpumem.render import figure, html, still, viewtext
 from jupyter_gpumem.wire.comm import Sample, SampleGpu
@@ -150,7 +151,7 @@ class GpuMemView(anywidget.AnyWidget):
         chart_svg = still.svg(recorded, index, replay.history_s) if gpu is not None else None
         try:
             words = ([viewtext.headline(gpu, latest)[0]] if gpu is not None and latest is not None else []) + (
-                [f"stopped at {stopped}"] if stopped else []
+                [_("stopped at {time}").format(time=stopped)] if stopped else []
             )
             chart = figure.figure(recorded, index, replay.history_s, " · ".join(words))
         except ImportError as error:
@@ -192,11 +193,11 @@ def table_html(gpu: SampleGpu | None) -> str:
 def snapshot_text(sample: Sample | None, gpu: SampleGpu | None) -> str:
     """The view as text: the headline and the device (what a terminal or a log shows)."""
     if sample is None:
-        return "jupyter-gpumem: collecting…"
+        return _("jupyter-gpumem: collecting…")
     if sample.get("problem"):
         return str(sample["problem"])
     if gpu is None:
-        return "jupyter-gpumem: the NVIDIA driver reports no GPUs."
+        return _("jupyter-gpumem: the NVIDIA driver reports no GPUs.")
     banner = viewtext.simulated_banner(sample.get("simulated"))
     lines = [banner] if banner else []
     lines += [viewtext.headline(gpu, sample)[0], viewtext.device_line(gpu)]
