@@ -21,12 +21,12 @@ SHOWN = {
     "ja_JP": {
         "tag": "ja-JP",
         "title": "GPU メモリ",
-        "headline": "予算 20.0 GiB 中 3.1 GiB (15%, 未適用)",
+        "headline": "予算 20.0 GiB 中 3.1 GiB (15%、未適用)",
         "header": ["PID", "名前", "ユーザー", "MiB", "CPU %"],
         "badge": "このカーネル",
         "policy": "ポリシー: fraction=0.5 framework=tensorflow — 「import tensorflow」の完了時に適用",
         "tooltip": [
-            "予算 20.0 GiB 中 3.1 GiB (15%, 未適用)",
+            "予算 20.0 GiB 中 3.1 GiB (15%、未適用)",
             "TensorFlow の上限 19.5 GiB + CUDA とライブラリ用の確保分 500 MiB (推定)",
             "GPU 0 · NVIDIA A100-SXM4-40GB · 40.0 GiB 中 16.1 GiB 使用中",
             "このサーバーで GPU メモリを使っているカーネルはありません",
@@ -36,12 +36,12 @@ SHOWN = {
     "zh_CN": {
         "tag": "zh-CN",
         "title": "GPU 显存",
-        "headline": "3.1 / 20.0 GiB 预算（15%, 未生效）",
+        "headline": "3.1 / 20.0 GiB 预算（15%，未生效）",
         "header": ["PID", "名称", "用户", "MiB", "CPU %"],
         "badge": "此内核",
         "policy": "策略：fraction=0.5 framework=tensorflow — 在“import tensorflow”完成时生效",
         "tooltip": [
-            "3.1 / 20.0 GiB 预算（15%, 未生效）",
+            "3.1 / 20.0 GiB 预算（15%，未生效）",
             "TensorFlow 上限 19.5 GiB + 为 CUDA 和库预留 500 MiB（估算）",
             "GPU 0 · NVIDIA A100-SXM4-40GB · 已用 16.1 GiB / 40.0 GiB",
             "此服务器上没有内核占用显存",
