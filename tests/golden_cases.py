@@ -6,13 +6,20 @@ process cells, checked by tests/ts/golden.test.ts against format/ and by tests/r
 viewtext.py), ``inline_still`` (the visible lines of the inline view's still picture), ``status_text`` and
 ``status_html`` (the visible lines of `%gpumem status`). The tests compare; only a person regenerates, after
 reading the difference: ``python tests/golden_cases.py`` (with PYTHONPATH as for the tests).
+
+The same words in each translated language are in ``<language>/<case>.json`` beside them
+(``ja_JP/s1_over_budget.json``), made by the same rendering under ``i18n.use_language`` from the built catalogues,
+every surface but the sample (the wire carries codes and figures, no words: the English fixture's sample is every
+language's). They change when a translation does: regenerate after ``jlpm build:i18n``, and read the difference as
+a translator would; tests/ts/golden.test.ts checks the sidebar's words in each language against them too.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -36,6 +43,7 @@ from jupyter_gpumem.budget.plan import make_plan
 from jupyter_gpumem.budget.policy import parse
 from jupyter_gpumem.budget.reading import Reading, reading
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
+from jupyter_gpumem.i18n import use_language
 from jupyter_gpumem.kernel.protocol import encode_sample, sample_message
 from jupyter_gpumem.kernel.widget import header_html, table_html
 from jupyter_gpumem.render import viewtext
@@ -44,6 +52,9 @@ from jupyter_gpumem.render.text import render
 from jupyter_gpumem.units import GiB, MiB
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
+
+# The languages with a catalogue (jupyter_gpumem/locale/), each with its folder of fixtures under GOLDEN.
+LANGUAGES = ("ja_JP", "zh_CN")
 
 # Names a GPU host can hold, each a way to make a view lie: reorder itself on screen (bidi overrides,
 # isolates, marks), forge a line or a colour (C0, C1, the Unicode separators), hide (zero widths, the BOM),
@@ -198,6 +209,41 @@ def surfaces(name: str) -> dict[str, Any]:
     }
 
 
+@contextmanager
+def language(name: str) -> Iterator[None]:
+    """Words in ``name`` ("ja_JP") inside, then the environment's language again, as every test leaves it."""
+    use_language(name)
+    try:
+        yield
+    finally:
+        use_language(None)
+
+
+def surfaces_in(name: str, language_name: str) -> dict[str, Any]:
+    """Every surface's text for a case in a language, and the sample it was made from (to check it is the
+    English one: a sample carries no words)."""
+    with language(language_name):
+        return surfaces(name)
+
+
+def words_of(made: dict[str, Any]) -> dict[str, Any]:
+    """A language fixture's content: every surface but the sample."""
+    return {surface: text for surface, text in made.items() if surface != "sample"}
+
+
+def visible_json(value: Any) -> str:
+    """JSON a reader of the language sees as it is, Japanese and Chinese as themselves, while anything that would
+    reorder, hide or forge the file's own text (bidi controls, C0 and C1, separators, zero widths, a lone
+    surrogate, any space but ASCII's) is written as a \\u escape."""
+
+    def escape(char: str) -> str:
+        if char == "\n" or char.isprintable():  # a new line here is the layout's: JSON escaped those in strings
+            return char
+        return json.dumps(char, ensure_ascii=True)[1:-1]
+
+    return "".join(escape(c) for c in json.dumps(value, indent=1, ensure_ascii=False)) + "\n"
+
+
 def write() -> None:
     GOLDEN.mkdir(exist_ok=True)
     for name in CASES:
@@ -205,7 +251,13 @@ def write() -> None:
         # controls are written as \\u escapes, which every editor shows as they are).
         text = json.dumps({"case": name, **surfaces(name)}, indent=1, ensure_ascii=True) + "\n"
         (GOLDEN / f"{name}.json").write_text(text)
-    print(f"wrote {len(CASES)} cases to {GOLDEN}", file=sys.stderr)
+    for language_name in LANGUAGES:
+        (GOLDEN / language_name).mkdir(exist_ok=True)
+        for name in CASES:
+            made = words_of(surfaces_in(name, language_name))
+            text = visible_json({"case": name, "language": language_name, **made})
+            (GOLDEN / language_name / f"{name}.json").write_text(text, encoding="utf-8")
+    print(f"wrote {len(CASES)} cases to {GOLDEN}, in English and {', '.join(LANGUAGES)}", file=sys.stderr)
 
 
 if __name__ == "__main__":
