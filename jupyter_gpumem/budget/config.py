@@ -41,6 +41,7 @@ from jupyter_gpumem.budget.plan import Ceiling
 from jupyter_gpumem.budget.policy import Policy, PolicyError, parse_value
 from jupyter_gpumem.budget.privacy import Level, level_of, most_private
 from jupyter_gpumem.gpu.reader import DEADLINE_S
+from jupyter_gpumem.i18n import gettext as _
 
 SETTINGS = ("fraction", "limit", "growth", "gpus", "threads", "max_fraction", "max_limit", "privacy")
 DEFAULTS = ("fraction", "limit", "growth", "gpus", "threads")  # in the order they combine into a Policy
@@ -49,19 +50,24 @@ PRIVACY = ("privacy",)  # the most private of every source holds, as for a ceili
 
 log = logging.getLogger("jupyter_gpumem")
 
-# What each setting accepts in the IPython configuration, for the sentence when a value has none of these types.
-FORMS = {
-    "fraction": 'a number such as 0.4, or a string such as "0.4" or "40%"',
-    "limit": 'a size string such as "6GiB", or a whole number of bytes such as 6e9',
-    "growth": 'True or False, or a string "on" or "off"',
-    "gpus": 'a GPU index such as 1, a list such as [0, 2] or ["GPU-<uuid>"], or a string such as "0,2", '
-    '"GPU-<uuid>" or "none"',
-    "threads": 'a whole number such as 2, or a string such as "2"',
-    "max_fraction": 'a number such as 0.5, or a string such as "0.5" or "50%"',
-    "max_limit": 'a size string such as "20GiB", or a whole number of bytes such as 2e10',
-    "privacy": '"aggregate", "names" or "list"',
-    "nvml_deadline_s": "a number of seconds, 0 or more, such as 1 or 0.5",
-}
+
+def forms() -> dict[str, str]:
+    """What each setting accepts in the IPython configuration, for the sentence when a value has none of these
+    types (in the language in use)."""
+    return {
+        "fraction": _('a number such as 0.4, or a string such as "0.4" or "40%"'),
+        "limit": _('a size string such as "6GiB", or a whole number of bytes such as 6e9'),
+        "growth": _('True or False, or a string "on" or "off"'),
+        "gpus": _(
+            'a GPU index such as 1, a list such as [0, 2] or ["GPU-<uuid>"], or a string such as "0,2", '
+            '"GPU-<uuid>" or "none"'
+        ),
+        "threads": _('a whole number such as 2, or a string such as "2"'),
+        "max_fraction": _('a number such as 0.5, or a string such as "0.5" or "50%"'),
+        "max_limit": _('a size string such as "20GiB", or a whole number of bytes such as 2e10'),
+        "privacy": _('"aggregate", "names" or "list"'),
+        "nvml_deadline_s": _("a number of seconds, 0 or more, such as 1 or 0.5"),
+    }
 
 
 def environment_variable(name: str) -> str:
@@ -261,9 +267,14 @@ class GpumemConfig(Configurable):
         except ValueError:
             value = -1.0
         if not value >= 0:  # NaN too
-            self.refused["nvml_deadline_s"] = (
-                f"{environment_variable('nvml_deadline_s')}={text} was ignored: it takes {FORMS['nvml_deadline_s']}. "
-                f"Until it is corrected, {DEADLINE_S:g} s applies; the other settings apply."
+            self.refused["nvml_deadline_s"] = _(
+                "{variable}={text} was ignored: it takes {form}. Until it is corrected, {deadline} s applies; the "
+                "other settings apply."
+            ).format(
+                variable=environment_variable("nvml_deadline_s"),
+                text=text,
+                form=forms()["nvml_deadline_s"],
+                deadline=f"{DEADLINE_S:g}",
             )
             return DEADLINE_S
         return value
@@ -303,7 +314,7 @@ class GpumemConfig(Configurable):
             try:
                 fields = _policy_fields(key, getattr(self, key))
             except PolicyError as error:
-                problems.append(f"The configured default {key} was ignored: {error}")
+                problems.append(_("The configured default {key} was ignored: {error}").format(key=key, error=error))
                 continue
             if fields is not None:
                 policy = policy.then(Policy(**fields))  # type: ignore[arg-type]
@@ -338,8 +349,11 @@ class GpumemConfig(Configurable):
             max_fraction_origin=fraction_from.origin() if fraction_from else "",
             max_limit_origin=limit_from.origin() if limit_from else "",
         )
-        holds = f"this server's ceiling is {ceiling.describe()}" if ceiling != Ceiling() else "there is no ceiling"
-        problems = [f"{why} Until it is corrected, {holds}." for why in ignored]
+        if ceiling != Ceiling():
+            holds = _("Until it is corrected, this server's ceiling is {ceiling}.").format(ceiling=ceiling.describe())
+        else:
+            holds = _("Until it is corrected, there is no ceiling.")
+        problems = [f"{why} {holds}" for why in ignored]
         for problem in problems:
             if problem not in self._logged:
                 self._logged.add(problem)
@@ -356,7 +370,11 @@ class GpumemConfig(Configurable):
                 "aggregate" if given.kind == "unreadable" else level_of(given.value)
             )  # ceiling() says why
             if level is None and not _blank(given.value):  # a typo must not show more than was meant
-                problems.append(f"{given.shown()} was read as aggregate: privacy takes {FORMS['privacy']}.")
+                problems.append(
+                    _("{given} was read as aggregate: privacy takes {form}.").format(
+                        given=given.shown(), form=forms()["privacy"]
+                    )
+                )
                 level = "aggregate"
             if level is not None:
                 levels.append(level)
@@ -423,33 +441,52 @@ class _Given:
 
     def shown(self) -> str:
         if self.kind == "environment":
-            return f"{environment_variable(self.setting)}={self.value} in the environment"
+            return _("{variable}={value} in the environment").format(
+                variable=environment_variable(self.setting), value=self.value
+            )
         if self.kind == "command line":
-            return f"--GpumemConfig.{self.setting}={self.value} on the kernel's command line"
-        place = self.where if self.kind == "file" else "the IPython configuration"
-        return f"c.GpumemConfig.{self.setting} = {_shown(self.value)} in {place}"
+            return _("--GpumemConfig.{setting}={value} on the kernel's command line").format(
+                setting=self.setting, value=self.value
+            )
+        if self.kind == "file":
+            return _("c.GpumemConfig.{setting} = {value} in {file}").format(
+                setting=self.setting, value=_shown(self.value), file=self.where
+            )
+        return _("c.GpumemConfig.{setting} = {value} in the IPython configuration").format(
+            setting=self.setting, value=_shown(self.value)
+        )
 
     def origin(self) -> str:
         """The source, for a sentence about the ceiling: "set in /etc/ipython/ipython_kernel_config.py"."""
         if self.kind == "environment":
-            return f"set by {environment_variable(self.setting)} in the environment"
+            return _("set by {variable} in the environment").format(variable=environment_variable(self.setting))
         if self.kind == "command line":
-            return "set on the kernel's command line"
-        return f"set in {self.where if self.kind == 'file' else 'the IPython configuration'}"
+            return _("set on the kernel's command line")
+        if self.kind == "file":
+            return _("set in {file}").format(file=self.where)
+        return _("set in the IPython configuration")
 
     def fields(self, owner: GpumemConfig) -> dict[str, object] | None:
         """The Ceiling field this value gives (None: not set). Raises _Ignored: a sentence saying why not."""
         if self.kind == "unreadable":
-            raise _Ignored(f"{self.where} could not be read again to find the ceilings it sets ({self.value}).")
+            raise _Ignored(
+                _("{file} could not be read again to find the ceilings it sets ({error}).").format(
+                    file=self.where, error=self.value
+                )
+            )
         trait = owner.traits(config=True)[self.setting]
         try:
             value = _validated(owner, trait, self.setting, self.value)
         except Exception as error:
-            raise _Ignored(f"{self.shown()} was ignored: {self.setting} takes {FORMS[self.setting]}.") from error
+            raise _Ignored(
+                _("{given} was ignored: {setting} takes {form}.").format(
+                    given=self.shown(), setting=self.setting, form=forms()[self.setting]
+                )
+            ) from error
         try:
             return _policy_fields(self.setting, value)
         except PolicyError as error:
-            raise _Ignored(f"{self.shown()} was ignored: {error}") from error
+            raise _Ignored(_("{given} was ignored: {error}").format(given=self.shown(), error=error)) from error
 
 
 def application_of(configurable: Configurable) -> Application | None:
@@ -535,21 +572,31 @@ def _shown(value: Any) -> str:
 
 def _wrong_type(name: str, value: Any) -> str:
     variable = environment_variable(name)
-    unset = f"the default {DEADLINE_S:g} s applies" if name == "nvml_deadline_s" else f"{name} is not set"
-    instead = f"{variable}={_env(name)} from the environment applies" if _env(name) else unset
-    return (
-        f"c.GpumemConfig.{name} = {_shown(value)} in the IPython configuration was ignored: {name} takes "
-        f"{FORMS[name]}. Until it is corrected, {instead}; the other settings apply."
-    )
+    if _env(name):
+        instead = _("{variable}={value} from the environment applies").format(variable=variable, value=_env(name))
+    elif name == "nvml_deadline_s":
+        instead = _("the default {deadline} s applies").format(deadline=f"{DEADLINE_S:g}")
+    else:
+        instead = _("{name} is not set").format(name=name)
+    return _(
+        "c.GpumemConfig.{name} = {value} in the IPython configuration was ignored: {name} takes {form}. Until it "
+        "is corrected, {instead}; the other settings apply."
+    ).format(name=name, value=_shown(value), form=forms()[name], instead=instead)
 
 
 def _unknown(name: str) -> str:
     close = get_close_matches(name, SETTINGS, n=1)
-    hint = f"did you mean {close[0]}? " if close else ""
-    return (
-        f"c.GpumemConfig.{name} in the IPython configuration was ignored: it is not a jupyter-gpumem setting; "
-        f"{hint}The settings are {', '.join(SETTINGS)}."
-    )
+    if close:
+        said = _(
+            "c.GpumemConfig.{name} in the IPython configuration was ignored: it is not a jupyter-gpumem setting; "
+            "did you mean {close}? The settings are {settings}."
+        )
+    else:
+        said = _(
+            "c.GpumemConfig.{name} in the IPython configuration was ignored: it is not a jupyter-gpumem setting; "
+            "The settings are {settings}."
+        )
+    return said.format(name=name, close=close[0] if close else "", settings=", ".join(SETTINGS))
 
 
 def _policy_fields(key: str, value: Any) -> dict[str, object] | None:
@@ -560,7 +607,9 @@ def _policy_fields(key: str, value: Any) -> dict[str, object] | None:
     word = key.removeprefix("max_")  # the %gpumem argument with the same forms
     if word == "limit" and isinstance(value, int):
         if value <= 0:
-            raise PolicyError(f"limit={value} must be above zero; use limit=6GiB or a whole number of bytes.")
+            raise PolicyError(
+                _("limit={value} must be above zero; use limit=6GiB or a whole number of bytes.").format(value=value)
+            )
         return {"limit_bytes": value}
     if isinstance(value, bool):
         text = "on" if value else "off"

@@ -19,8 +19,9 @@ from typing import Literal
 
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.gpu.model import Device, Snapshot
+from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.units import GiB, MiB, format_mib
-from jupyter_gpumem.words import Said
+from jupyter_gpumem.words import Said, word
 
 Kind = Literal["mig", "mps", "cooperative"]
 
@@ -110,11 +111,14 @@ class Limit:
 
     def describe(self) -> str:
         if self.kind == "mig":
-            size = f" of {format_mib(self.bytes)}" if self.bytes is not None else " (which one is not known)"
-            return f"hard: a MIG partition{size}"
+            if self.bytes is None:
+                return _("hard: a MIG partition (which one is not known)")
+            return _("hard: a MIG partition of {size}").format(size=format_mib(self.bytes))
         if self.kind == "mps":
-            return f"hard: the MPS limit of {format_mib(self.bytes)} on this process's memory"
-        return f"cooperative: %gpumem's budget of {format_mib(self.bytes)}, which the framework keeps to"
+            return _("hard: the MPS limit of {size} on this process's memory").format(size=format_mib(self.bytes))
+        return _("cooperative: %gpumem's budget of {size}, which the framework keeps to").format(
+            size=format_mib(self.bytes)
+        )
 
 
 @dataclass(frozen=True)
@@ -173,18 +177,18 @@ def mps_refusal(plan: Plan, environ: Mapping[str, str], started: Sequence[str]) 
     """Why mps=on cannot take effect here (a sentence), or None. ``started``: the frameworks that have
     started CUDA in this kernel."""
     if not mps_server(environ):
-        return (
-            f"mps=on needs an MPS server, and none is in use here (no control pipe in {mps_pipe(environ)}): an "
-            "administrator starts one (nvidia-cuda-mps-control -d; docs/containers.md). Without it %gpumem's budget "
-            "is cooperative."
-        )
+        return _(
+            "mps=on needs an MPS server, and none is in use here (no control pipe in {pipe}): an administrator "
+            "starts one (nvidia-cuda-mps-control -d; docs/containers.md). Without it %gpumem's budget is "
+            "cooperative."
+        ).format(pipe=mps_pipe(environ))
     if started:
-        return (
-            f"mps=on is too late: {' and '.join(started)} started CUDA in this kernel, and CUDA reads {PINNED} only "
-            f"when it starts. Restart the kernel and run %gpumem {plan.policy.describe()} first."
-        )
+        return _(
+            "mps=on is too late: {frameworks} started CUDA in this kernel, and CUDA reads {variable} only when it "
+            "starts. Restart the kernel and run %gpumem {policy} first."
+        ).format(frameworks=word("join_and", {}).join(started), variable=PINNED, policy=plan.policy.describe())
     if not any(g.budget_bytes is not None for g in plan.gpus):
-        return (
+        return _(
             "mps=on caps each GPU at this kernel's budget, and no budget is set: add fraction= or limit= "
             "(for example %gpumem fraction=0.4 mps=on)."
         )
@@ -193,7 +197,10 @@ def mps_refusal(plan: Plan, environ: Mapping[str, str], started: Sequence[str]) 
         try:
             parse_pinned(text)
         except PinnedError as error:
-            return f"{error}, so mps=on cannot keep to it; ask your administrator."
+            said = error.args[0]
+            return _("{error}, so mps=on cannot keep to it; ask your administrator.").format(
+                error=said.words() if isinstance(said, Said) else str(error)
+            )
     return None
 
 

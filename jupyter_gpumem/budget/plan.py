@@ -10,8 +10,9 @@ from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.policy import Policy, PolicyError
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.gpu.reader import stalled
+from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.units import MiB, format_mib
-from jupyter_gpumem.words import Said
+from jupyter_gpumem.words import Said, word
 
 
 @dataclass(frozen=True)
@@ -39,15 +40,15 @@ class Ceiling:
         limit_binds = self.max_limit_bytes is not None and (
             self.max_fraction is None or self.max_limit_bytes <= int(self.max_fraction * total_bytes)
         )
-        return (self.max_limit_origin if limit_binds else self.max_fraction_origin) or "set by the administrator"
+        return (self.max_limit_origin if limit_binds else self.max_fraction_origin) or _("set by the administrator")
 
     def describe(self) -> str:
         parts = []
         if self.max_fraction is not None:
-            parts.append(f"{self.max_fraction:g} of each GPU")
+            parts.append(_("{fraction} of each GPU").format(fraction=f"{self.max_fraction:g}"))
         if self.max_limit_bytes is not None:
             parts.append(format_mib(self.max_limit_bytes))
-        return " and ".join(parts)
+        return word("join_and", {}).join(parts)
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ class Policy:
             words.append("strict=off")
         if self.mps is not None:
             words.append(f"mps={'on' if self.mps else 'off'}")
-        return " ".join(words) or "(nothing set)"
+        return " ".join(words) or _("(nothing set)")
 
 
 def accepted(key: str) -> str:
