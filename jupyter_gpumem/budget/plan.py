@@ -107,13 +107,18 @@ def _select(policy: Policy, devices: tuple[Device, ...]) -> tuple[list[Device], 
         else:
             match = [d for d in devices if d.uuid == item]
         if not match:
-            known = ", ".join(str(d.index) for d in devices) or "none"
+            known = ", ".join(str(d.index) for d in devices) or _("none")
             raise PolicyError(
-                f"gpus={','.join(policy.gpus)}: there is no GPU {item} here "
-                f"(GPUs on this machine: {known}; see %gpumem status)."
+                _(
+                    "gpus={gpus}: there is no GPU {item} here (GPUs on this machine: {known}; see %gpumem status)."
+                ).format(gpus=",".join(policy.gpus), item=item, known=known)
             )
         if match[0].lost:
-            raise PolicyError(f"gpus={','.join(policy.gpus)}: GPU {item} is lost (fell off the bus); pick another.")
+            raise PolicyError(
+                _("gpus={gpus}: GPU {item} is lost (fell off the bus); pick another.").format(
+                    gpus=",".join(policy.gpus), item=item
+                )
+            )
         chosen.append(match[0])
     chosen.sort(key=lambda d: d.index)
     return chosen, [d for d in devices if d not in chosen]
@@ -128,16 +133,24 @@ def _budget(policy: Policy, ceiling: Ceiling, device: Device, total: int) -> int
         asked = f"limit={policy.limit_text}"
         if budget > total:
             raise PolicyError(
-                f"{asked} is more than GPU {device.index}'s {format_mib(total)} ({device.name}); "
-                "give a smaller limit or a fraction."
+                _("{asked} is more than GPU {index}'s {total} ({name}); give a smaller limit or a fraction.").format(
+                    asked=asked, index=device.index, total=format_mib(total), name=device.name
+                )
             )
     else:
         return ceiling.budget_bytes(total)  # no cap asked: the administrator's ceiling, if any
     cap = ceiling.budget_bytes(total)
     if cap is not None and budget is not None and budget > cap:
         raise PolicyError(
-            f"{asked} is above this server's ceiling of {ceiling.describe()} "
-            f"({format_mib(cap)} on GPU {device.index}), {ceiling.origin(total)}; ask for less."
+            _(
+                "{asked} is above this server's ceiling of {ceiling} ({cap} on GPU {index}), {origin}; ask for less."
+            ).format(
+                asked=asked,
+                ceiling=ceiling.describe(),
+                cap=format_mib(cap),
+                index=device.index,
+                origin=ceiling.origin(total),
+            )
         )
     return budget
 
@@ -159,10 +172,16 @@ def make_plan(
         if device.lost:
             continue
         if device.uuid is None or device.total_bytes is None:
-            raise PolicyError(
-                f"GPU {device.index} does not report its {'UUID' if device.uuid is None else 'memory'}, "
-                "so no budget can be planned for it; leave it out with gpus=."
-            )
+            if device.uuid is None:
+                said = _(
+                    "GPU {index} does not report its UUID, so no budget can be planned for it; leave it out with gpus=."
+                )
+            else:
+                said = _(
+                    "GPU {index} does not report its memory, so no budget can be planned for it; leave it out "
+                    "with gpus=."
+                )
+            raise PolicyError(said.format(index=device.index))
         budget = _budget(policy, ceiling, device, device.total_bytes)
         aside = overhead(device)
         limit = budget
@@ -172,9 +191,16 @@ def make_plan(
             limit = budget - aside.bytes
             if limit < 64 * MiB:
                 raise PolicyError(
-                    f"{policy.describe()} gives GPU {device.index} a budget of {format_mib(budget)}, which leaves "
-                    f"nothing for tensors after about {format_mib(aside.bytes)} of CUDA context and libraries; "
-                    "ask for more, or add strict=off for the allocator pool alone."
+                    _(
+                        "{policy} gives GPU {index} a budget of {budget}, which leaves nothing for tensors after about "
+                        "{aside} of CUDA context and libraries; ask for more, or add strict=off for the allocator pool "
+                        "alone."
+                    ).format(
+                        policy=policy.describe(),
+                        index=device.index,
+                        budget=format_mib(budget),
+                        aside=format_mib(aside.bytes),
+                    )
                 )
         elif budget is not None and cap is not None and budget + aside.bytes > cap:
             # strict=off is the allocator pool alone, but a ceiling is as nvidia-smi counts it: the context and
@@ -182,10 +208,18 @@ def make_plan(
             limit, lowered = cap - aside.bytes, cap
             if limit < 64 * MiB:
                 raise PolicyError(
-                    f"{policy.describe()} on GPU {device.index}: this server's ceiling of {ceiling.describe()} "
-                    f"({format_mib(cap)} there, as nvidia-smi counts it, {ceiling.origin(device.total_bytes)}) "
-                    f"leaves nothing for tensors after about {format_mib(aside.bytes)} of CUDA context and "
-                    "libraries, and strict=off cannot go over it."
+                    _(
+                        "{policy} on GPU {index}: this server's ceiling of {ceiling} ({cap} there, as nvidia-smi "
+                        "counts it, {origin}) leaves nothing for tensors after about {aside} of CUDA context and "
+                        "libraries, and strict=off cannot go over it."
+                    ).format(
+                        policy=policy.describe(),
+                        index=device.index,
+                        ceiling=ceiling.describe(),
+                        cap=format_mib(cap),
+                        origin=ceiling.origin(device.total_bytes),
+                        aside=format_mib(aside.bytes),
+                    )
                 )
         gpus.append(
             GpuPlan(
