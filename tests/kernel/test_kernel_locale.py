@@ -1,10 +1,8 @@
-"""A kernel no sidebar follows words %gpumem in its locale (LANG, LC_ALL, as gettext reads them): what the catalogue
-translates in that language, English for the rest (docs/i18n-plumbing.md). Real kernels on the stand-in NVML, in a PID
-namespace of their own with a framework that has started and holds no pool yet (test_kernel_containers' Recorder),
-so that `%gpumem status` says a reason Japanese and Chinese catalogues translate today: ``own_no_pool``.
-
-The lead extends this with the magic's own sentences once their translations land; until then they show in English,
-which is what the fallback must do."""
+"""A kernel no sidebar follows words %gpumem in its locale (LANG, LC_ALL, as gettext reads them), English where a
+message has no translation (docs/i18n-plumbing.md). Real kernels on the stand-in NVML, in a PID namespace of their own
+with a framework that has started and holds no pool yet (test_kernel_containers' Recorder), so that `%gpumem status`
+says a reason from the code catalogue (``own_no_pool``) inside a sentence of the magic's own, beside its headline and a
+refusal: each worded from the language's built catalogue, never its English."""
 
 from __future__ import annotations
 
@@ -58,10 +56,11 @@ def contained_in(
         kernel.stop()
 
 
-def translated(language: str, code: str) -> str:
-    """A code's template in a language, from its built catalogue; the test is meaningless if it is English."""
-    words = i18n.translation(language).pgettext(code, CATALOGUE[code])
-    assert words != CATALOGUE[code], f"{code} is not translated in {language}: this test needs a translated message"
+def translated(language: str, message: str, context: str | None = None) -> str:
+    """A message in a language, from its built catalogue; the test is meaningless if it is English."""
+    catalogue = i18n.translation(language)
+    words = catalogue.pgettext(context, message) if context else catalogue.gettext(message)
+    assert words != message, f"{message!r} is not translated in {language}: this test needs a translated message"
     return words
 
 
@@ -85,18 +84,17 @@ def test_a_kernel_in_a_japanese_or_chinese_locale_words_what_is_translated_and_t
     assert kernel.run("import jupyter_gpumem.i18n as i; print(i.language())").stdout == f"{language}\n"
 
     status = status_with_no_pool(kernel)
-    no_pool = translated(language, "own_no_pool").format(framework="Recorder")
-    english = CATALOGUE["own_no_pool"].format(framework="Recorder")
-    # The status's line on this kernel's GPU: the reason in the locale's language, inside a sentence whose own
-    # words have no translation yet, so English.
-    (line,) = [line for line in status.splitlines() if line.startswith("  GPU 0: this kernel's memory is unknown")]
-    assert line.startswith(f"  GPU 0: this kernel's memory is unknown, not 0: {no_pool}"), status
-    assert english not in status
-    # Untranslated throughout: the headline and a refusal, in English, never empty or a msgid's placeholders.
-    assert status.startswith("jupyter-gpumem · NVIDIA driver 550.54.15 · this kernel: pid 1\n")
+    no_pool = translated(language, CATALOGUE["own_no_pool"], "own_no_pool").format(framework="Recorder")
+    unknown = translated(language, "this kernel's memory is unknown, not 0: {why}").format(why=no_pool)
+    # The status's line on this kernel's GPU: the magic's sentence and the code's reason in the locale's language.
+    assert any(line.startswith(f"  GPU 0: {unknown}") for line in status.splitlines()), status
+    assert CATALOGUE["own_no_pool"].format(framework="Recorder") not in status
+    headline = translated(language, "jupyter-gpumem · NVIDIA driver {driver} · this kernel: pid {pid}")
+    assert status.startswith(headline.format(driver="550.54.15", pid=1) + "\n")
     refused = kernel.run("%gpumem fraction=2")
-    assert refused.stderr.startswith("fraction=2 is outside (0, 1]; use fraction=0.4 (a number above 0 and at most")
-    assert refused.stderr.rstrip().endswith("Nothing was changed.")
+    nothing = translated(language, "{error} Nothing was changed.")
+    assert refused.stderr.rstrip().endswith(nothing.format(error="").strip()), refused.stderr
+    assert "Nothing was changed" not in refused.stderr and "is outside" not in refused.stderr
 
 
 def test_a_kernel_in_an_english_or_traditional_chinese_locale_words_it_all_in_english(contained_in):
