@@ -1,6 +1,10 @@
-// The protocol fixtures shared with the Python tests (tests/fixtures/protocol/).
-import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+// The protocol fixtures shared with the Python tests (tests/fixtures/protocol/), and the bundles of translations.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+import type { Trans } from '../../labextension/src/format/trans';
 
 export const PROTOCOL_FIXTURES = join(
   process.cwd(),
@@ -58,3 +62,76 @@ export const bracketed = {
     return `⟦${context}|${strfmt(message, ...args)}⟧`;
   }
 };
+
+/** The built catalogue JupyterLab serves for `locale` ("ja_JP"): jupyter_gpumem/locale/<locale>/LC_MESSAGES/
+ * jupyter_gpumem.json, rebuilt from its .po first when missing or older (`jlpm build:i18n`), as tests/conftest.py
+ * does for the Python side. */
+export function catalogue(locale: string): Record<string, unknown> {
+  const dir = join(process.cwd(), 'jupyter_gpumem', 'locale', locale);
+  const json = join(dir, 'LC_MESSAGES', 'jupyter_gpumem.json');
+  const po = join(dir, 'LC_MESSAGES', 'jupyter_gpumem.po');
+  if (!existsSync(json) || statSync(json).mtimeMs < statSync(po).mtimeMs) {
+    execFileSync('python', [join('jupyter_gpumem', 'i18n', 'build.py')], {
+      stdio: 'inherit'
+    });
+  }
+  return JSON.parse(readFileSync(json, 'utf8'));
+}
+
+/** JupyterLab's own Gettext class, run from @jupyterlab/translation's lib/gettext.js as installed: that package
+ * is ES modules with extensionless imports, which only a bundler resolves, so its two imports (DEFAULT_LANGUAGE_CODE
+ * from tokens.js, normalizeDomain from utils.js, read from their files too) are handed in, and `document`
+ * (read for a default locale, never used: a locale is always given) is a page without a `lang`. */
+function jupyterLabGettext(): new (
+  options: Record<string, unknown>
+) => Trans & {
+  loadJSON(data: unknown, domain: string): void;
+} {
+  const lib = join(
+    dirname(require.resolve('@jupyterlab/translation/package.json')),
+    'lib'
+  );
+  const read = (name: string) => readFileSync(join(lib, name), 'utf8');
+  const code = read('tokens.js').match(
+    /export const DEFAULT_LANGUAGE_CODE = '([^']+)';/
+  );
+  const utils = read('utils.js');
+  const source = read('gettext.js');
+  const imports = source.match(/^import .*$/gm) ?? [];
+  assert.deepEqual(
+    imports,
+    [
+      "import { DEFAULT_LANGUAGE_CODE } from './tokens';",
+      "import { normalizeDomain } from './utils';"
+    ],
+    'gettext.js imports what this loader hands in'
+  );
+  assert.ok(code && /^export function normalizeDomain\(/m.test(utils));
+  assert.ok(/^export \{ Gettext \};$/m.test(source));
+  const normalizeDomain = new Function(
+    utils.replace(/^export /m, '') + '\nreturn normalizeDomain;'
+  )();
+  const page = { documentElement: { getAttribute: () => null } };
+  return new Function(
+    'document',
+    'DEFAULT_LANGUAGE_CODE',
+    'normalizeDomain',
+    source
+      .replace(/^import .*$/gm, '')
+      .replace(/^export \{ Gettext \};$/m, 'return Gettext;')
+  )(page, code![1], normalizeDomain);
+}
+
+/** The bundle the sidebar gets in JupyterLab set to `locale` ("ja_JP"): what TranslationManager.load does with the
+ * domain's JSON (manager.js: a Gettext of the domain and locale, the header's plural_forms as pluralForms). */
+export function bundle(locale: string, domain = 'jupyter_gpumem'): Trans {
+  const data = catalogue(locale);
+  const metadata = data[''] as Record<string, unknown>;
+  const Gettext = jupyterLabGettext();
+  const gettext = new Gettext({ domain, locale, stringsPrefix: '' });
+  gettext.loadJSON(
+    { ...data, '': { ...metadata, pluralForms: metadata.plural_forms } },
+    domain
+  );
+  return gettext;
+}
