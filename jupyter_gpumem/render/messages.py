@@ -15,9 +15,10 @@ from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.gpu.model import Snapshot
 from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.i18n import pgettext
 from jupyter_gpumem.render import words
 from jupyter_gpumem.units import format_mib, format_percent
-from jupyter_gpumem.words import Said
+from jupyter_gpumem.words import Said, word
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -119,7 +120,8 @@ def recorded(state: State, source: str, installed: bool) -> list[str]:
         )
     else:
         head = _("jupyter-gpumem: {policy} recorded ({source}).").format(policy=state.policy.describe(), source=source)
-    return [f"{head} {when}", *plan_lines(plan)]
+    # two sentences in one line: Japanese and Chinese join them without the space
+    return [pgettext("sentences", "{first} {second}").format(first=head, second=when), *plan_lines(plan)]
 
 
 def applied(state: State, share: Plan, notes: list[str]) -> list[str]:
@@ -329,11 +331,12 @@ def now_lines(reading: Reading) -> list[str]:
                 outside=format_mib(split.own_bytes - split.pool_bytes),
                 basis=split.overhead.describe().words(),
             )
+        # the separator and the full stop are the catalogue's ("。" in Japanese), not English punctuation
         if split.reason:
-            line += "; " + _("{over} over: {reason}. %gpumem explain says what to change").format(
+            line += word("join_semicolon", {}) + _("{over} over: {reason}. %gpumem explain says what to change").format(
                 over=format_mib(split.over_bytes), reason=words(split.reason)
             )
-        lines.append("  " + line + ".")
+        lines.append("  " + word("sentence", {"phrase": line}))
     return lines
 
 

@@ -13,6 +13,7 @@ from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.render import table, words
 from jupyter_gpumem.units import format_mib, format_percent, format_total
+from jupyter_gpumem.words import word
 
 _INDENT = "       "
 
@@ -219,5 +220,6 @@ def kernel_lines(snapshot: Snapshot, stance: PidStance | None, reading: Reading 
             )
         else:
             told = _("this kernel's memory is unknown, not 0: {why}").format(why=words(own.because))
-        lines.append(f"  GPU {device.index}: {printable(told)}.")
+        # the full stop is the catalogue's ("。" in Japanese and Chinese), not an English "." after a translation
+        lines.append("  " + word("sentence", {"phrase": f"GPU {device.index}: {printable(told)}"}))
     return lines

@@ -6,13 +6,16 @@ mismatch names the case, the language and the surface."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from golden_cases import CASES, GOLDEN, HOSTILE_NAMES, LANGUAGES, surfaces, surfaces_in, words_of
+from golden_cases import language as golden_language
 
 from jupyter_gpumem import i18n
+from jupyter_gpumem.render import messages
 from jupyter_gpumem.render.text import printable
 
 FILES = sorted(GOLDEN.glob("*.json"))
@@ -97,3 +100,29 @@ def test_every_surface_shows_each_hostile_name_escaped(folder: str):
         shown = "\n".join(strings(golden[surface]))
         for name in HOSTILE_NAMES:
             assert printable(name) in shown, f"hostile_names {folder}: {surface} lacks {printable(name)!r}"
+
+
+# A seam: English punctuation that code put around a translated phrase: a full stop ending a line in Japanese or
+# Chinese ("予算 200 MiB の 79%.") or after one of their words ("しません. "), "; " after one, or a space after an
+# ideographic full stop ("(%gpumem)。 TensorFlow"). The catalogue's own punctuation belongs there.
+CJK = "[\u3040-\u30ff\u3400-\u9fff\uff00-\uffef\u3000-\u303f]"
+SEAM = re.compile(f"{CJK}.*\\.$|{CJK}[)）]?\\. |。 |{CJK}; ")
+
+
+def seamed(text: str) -> bool:
+    return any(SEAM.search(line) for line in re.split(r"\n|\\n", text))
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_no_english_punctuation_is_put_between_translated_sentences(language: str):
+    shown = []
+    for name, case in CASES.items():
+        made = words_of(surfaces_in(name, language))
+        shown += [(f"{name}: {surface}", text) for surface in made for text in strings(made[surface])]
+        reading = case()[0]
+        if reading is not None:  # the policy part of %gpumem status, the now lines and the limits
+            with golden_language(language):
+                policy = [*messages.status(reading.state, reading), *messages.limit_lines(reading)]
+            shown += [(f"{name}: status policy", text) for text in policy]
+    seams = [f"{where}: {text}" for where, text in shown if seamed(text)]
+    assert not seams, "\n".join(seams)
