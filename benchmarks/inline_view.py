@@ -97,7 +97,7 @@ def run_loop(page: Page, cdp: object, index: int, updates: int) -> tuple[dict[st
     expect(cell.locator(".jp-InputPrompt")).to_have_text("[*]:")
     page.wait_for_timeout(500)  # half a second out of phase with the kernel's updates
     page.evaluate("() => performance.clearMeasures('jupyter-gpumem:inline')")
-    page.evaluate(f"() => {{ {PLOT}.draws = 0; }}")
+    page.evaluate(f"() => {{ {PLOT}.draws = 0; {PLOT}.relayouts = 0; }}")
     intervals, last = [], task_ms(cdp)
     for _ in range(updates - 1):
         page.wait_for_timeout(1000)
@@ -108,7 +108,8 @@ def run_loop(page: Page, cdp: object, index: int, updates: int) -> tuple[dict[st
     out = cell.locator(".jp-OutputArea-output").last.inner_text()
     renders = page.evaluate("() => performance.getEntriesByName('jupyter-gpumem:inline').map(e => e.duration)")
     drawn = page.evaluate(f"() => {PLOT}.draws")
-    return {**json.loads(out), "renders": renders, "draws": drawn}, intervals
+    moved = page.evaluate(f"() => {PLOT}.relayouts")
+    return {**json.loads(out), "renders": renders, "draws": drawn, "relayouts": moved}, intervals
 
 
 def measure(
@@ -147,7 +148,11 @@ def measure(
     page.evaluate("() => { globalThis.jupyterGpumemTiming = true; }")
     # The chart's draws (plotly's afterplot events): it draws only while on screen, so the page is tall
     # enough for the view and both loop cells, and that it is on screen is checked.
-    page.evaluate(f"() => {{ const gd = {PLOT}; gd.draws = 0; gd.on('plotly_afterplot', () => gd.draws++); }}")
+    # And its relayouts of the newest parts' shapes (a zoom's would name the x axis).
+    page.evaluate(
+        f"() => {{ const gd = {PLOT}; gd.draws = 0; gd.relayouts = 0; gd.on('plotly_afterplot', () => gd.draws++);"
+        " gd.on('plotly_relayout', e => { if (Object.keys(e).some(k => k.startsWith('shapes'))) gd.relayouts++; }); }"
+    )
     idle, idle_intervals = run_loop(page, cdp, 1, IDLE_UPDATES)
     on_screen = (
         "() => { const r = " + PLOT + ".getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }"
@@ -175,6 +180,7 @@ def measure(
         "browser_idle_ms": base,
         "points": float(page.evaluate(f"() => {OWN_POINTS}")),
         "draws": float(busy["draws"]),
+        "relayouts": float(busy["relayouts"]),
         "updates": float(warmup + updates),
     }
 
@@ -216,7 +222,8 @@ def main() -> None:
                 f"{r['with_warmup_p50_ms']:.2f} ms, p95 {r['with_warmup_p95_ms']:.2f} ms); "
                 f"the whole task p50 {r['browser_p50_ms']:.2f} ms, "
                 f"p95 {r['browser_p95_ms']:.2f} ms per update (idle interval {r['browser_idle_ms']:.2f} ms); "
-                f"plotly drew {r['draws']:.0f} times for {r['updates']:.0f} samples; "
+                f"plotly drew (react) {r['draws']:.0f} times and moved the newest parts' shapes (relayout) "
+                f"{r['relayouts']:.0f} times for {r['updates']:.0f} samples; "
                 f"{r['points']:.0f} points in this kernel's line"
             )
         hour, minute = pair["1 hour of history"], pair["1 minute of history (baseline)"]

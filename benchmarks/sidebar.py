@@ -162,20 +162,25 @@ RENDER_LOOP = """async ({ hello, samples, paceMs }) => {
     await new Promise(resolve => setTimeout(resolve, 50));
   }
   await new Promise(requestAnimationFrame);
-  let draws = 0;
+  let draws = 0, relayouts = 0;
   const count = () => { draws++; };
+  // The chart's own relayouts of the newest parts' shapes (a zoom's would name the x axis).
+  const moved = e => { if (Object.keys(e).some(k => k.startsWith('shapes'))) relayouts++; };
   plot.on('plotly_afterplot', count);
+  plot.on('plotly_relayout', moved);
   const times = [];
   const status = [];
   const drew = [];  // per update: whether plotly drew (its afterplot comes a little after the render)
-  let before = null;
+  const shifted = [];  // per update: whether the chart moved its shapes instead
+  let before = null, shapesBefore = null;
   for (const message of samples) {
     if (paceMs) {
       await new Promise(resolve => setTimeout(resolve, paceMs));  // the stream's pace: the page idle between
     }
     await new Promise(requestAnimationFrame);  // the panel renders in the frame after a sample
-    if (before !== null) drew.push(draws > before);
+    if (before !== null) { drew.push(draws > before); shifted.push(relayouts > shapesBefore); }
     before = draws;
+    shapesBefore = relayouts;
     let start = performance.now();
     channel.receive(message);
     panel.render();
@@ -190,8 +195,10 @@ RENDER_LOOP = """async ({ hello, samples, paceMs }) => {
   }
   await new Promise(resolve => setTimeout(resolve, 100));
   drew.push(draws > before);
+  shifted.push(relayouts > shapesBefore);
   plot.removeListener('plotly_afterplot', count);
-  return { times, status, draws, drew, span: Number(plot.dataset.x1) - Number(plot.dataset.x0),
+  plot.removeListener('plotly_relayout', moved);
+  return { times, status, draws, drew, relayouts, shifted, span: Number(plot.dataset.x1) - Number(plot.dataset.x0),
            marks: plot._fullData.find(t => t.uid === 'marks')?.x.length ?? 0,
            points: plot._fullData.find(t => t.uid === 'own')?.x.length ?? 0 };
 }"""
@@ -417,12 +424,17 @@ def main() -> None:
         for label, result in pair.items():
             print(
                 f"  {width:>4} px, {label:>24}: {summary(result['times'])}; "
-                f"plotly drew {result['draws']} times for {len(result['times'])} samples, "
-                f"{result['points']} points in this kernel's line"
+                f"plotly drew (react) {result['draws']} times and moved the newest parts' shapes (relayout) "
+                f"{result['relayouts']} times for {len(result['times'])} samples, "
+                f"{result['points']} points in this kernel's trace"
             )
+            kinds = [
+                "drew" if d else "moved shapes" if m else "left plotly alone"
+                for d, m in zip(result["drew"], result["shifted"], strict=True)
+            ]
             split = {
-                kind: [t for t, d in zip(result["times"], result["drew"], strict=True) if d == (kind == "drew")]
-                for kind in ("drew", "left plotly alone")
+                kind: [t for t, k in zip(result["times"], kinds, strict=True) if k == kind]
+                for kind in ("drew", "moved shapes", "left plotly alone")
             }
             print("                " + "; ".join(f"{kind}: {summary(times)}" for kind, times in split.items() if times))
         print(

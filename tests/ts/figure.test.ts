@@ -19,6 +19,10 @@ import {
   fromLocal,
   liveRange,
   picture,
+  settleMs,
+  split,
+  tailPicture,
+  tailShapes,
   toLocal,
   xRange,
   yScale
@@ -522,4 +526,163 @@ test('each cell in view is a band, and the hover along its top names it (escaped
   ];
   const uids = figure(args(s), trans).data.map(d => (d as { uid: string }).uid);
   assert.ok(!uids.includes('cells'));
+});
+
+/** One more sample a second after the newest: the same figures, this kernel's `mib` MiB up. */
+function grow(s: ISeries, mib: number): void {
+  s.t.push(s.t[s.t.length - 1] + 1000);
+  for (const f of ['own', 'framework', 'others', 'total', 'budget'] as const) {
+    s[f].push(s[f][s[f].length - 1]);
+  }
+  s.own[s.own.length - 1] += mib * MiB;
+}
+
+test('the traces settle in steps of about 30 s of whole buckets, never more than three pixel columns', () => {
+  assert.equal(settleMs(30_000), 30_000); // an hour at 250 px: a bucket a step
+  assert.equal(settleMs(10_000), 30_000); // an hour at 600 px: three
+  assert.equal(settleMs(1000), 3000); // a short span: three seconds, not 30 columns of blank
+  assert.equal(settleMs(60_000), 60_000);
+  // The live range moves in those steps too: an hour at 600 px ends on a 30 s boundary.
+  const plotW = 600 - MARGIN.l - MARGIN.r;
+  const [, x1] = liveRange(seconds(3601), 3_600_000, plotW);
+  assert.equal(x1 % 30_000, 0);
+});
+
+test("live, the traces keep the completed buckets and each line's newest part is its tail", () => {
+  const s = history(3601, i => GiB + i * MiB);
+  const fig = figure(args(s, { width: 600 }), trans);
+  const { settled, tails } = split(fig);
+  const last = s.t[s.t.length - 1];
+  assert.ok(fig.settledMs !== null && fig.settledMs <= last);
+  assert.ok(last - fig.settledMs <= 30_000);
+  assert.equal(fig.settledMs % 30_000, 0);
+  const own = (f: typeof fig) =>
+    f.data.find(d => (d as { uid: string }).uid === 'own') as {
+      x: number[];
+      y: number[];
+    };
+  // The traces stop before the settle time; the tail starts at their last point and ends at the newest.
+  const kept = own(settled).x;
+  assert.ok(kept.every(x => x < toLocal(fig.settledMs!)));
+  const tail = tails.find(t => t.uid === 'own')!;
+  assert.equal(tail.x[0], kept[kept.length - 1]);
+  assert.equal(tail.x[tail.x.length - 1], toLocal(last));
+  assert.equal(tail.y[tail.y.length - 1], (GiB + 3600 * MiB) / GiB);
+  assert.deepEqual(
+    [...kept, ...tail.x.slice(1)],
+    own(fig).x,
+    'the trace and its tail are the line, not a point more or less'
+  );
+  // Every line has its tail, with its style; this kernel's with the area under it.
+  assert.deepEqual(
+    tails.map(t => t.uid),
+    ['others', 'budget', 'own']
+  );
+  assert.equal(tail.line.color, COLOURS.own);
+  assert.ok(tail.fill !== null);
+  assert.equal(tails.find(t => t.uid === 'others')!.fill, null);
+  // The layout (scales, ticks) and the marks are the whole figure's.
+  assert.deepEqual(settled.layout, fig.layout);
+});
+
+test('a hidden line has no tail; a zoomed figure, or one of a few minutes, is not split', () => {
+  const s = history(3601, () => 2 * GiB);
+  const hidden = new Set(['others']);
+  const { tails } = split(figure(args(s, { hidden }), trans));
+  assert.deepEqual(
+    tails.map(t => t.uid),
+    ['budget', 'own']
+  );
+  const range: [number, number] = [T0 + 60_000, T0 + 120_000];
+  const zoomed = figure(args(s, { range }), trans);
+  assert.equal(zoomed.settledMs, null);
+  assert.deepEqual(split(zoomed), { settled: zoomed, tails: [] });
+  // Five minutes at 250 px: two samples a pixel column, the traces hold all.
+  const short = figure(args(history(300, () => 2 * GiB)), trans);
+  assert.equal(short.settledMs, null);
+  assert.deepEqual(split(short).tails, []);
+});
+
+test('the tails are shapes on the axes: paths through their points, a gap starts a new stretch', () => {
+  const shapes = tailShapes([
+    {
+      uid: 'own',
+      x: [
+        Date.UTC(2025, 10, 21, 10, 0, 0),
+        Date.UTC(2025, 10, 21, 10, 0, 1),
+        null,
+        Date.UTC(2025, 10, 21, 10, 0, 3),
+        Date.UTC(2025, 10, 21, 10, 0, 4)
+      ],
+      y: [1, 1.5, null, 2, 2.5],
+      line: { color: '#1976d2', width: 2, dash: 'solid' },
+      fill: 'rgba(25, 118, 210, 0.15)',
+      fillOpacity: 1
+    },
+    {
+      uid: 'budget',
+      x: [Date.UTC(2025, 10, 21, 10, 0, 0), Date.UTC(2025, 10, 21, 10, 0, 1)],
+      y: [4, null],
+      line: { color: '#d32f2f', width: 1.5, dash: 'dash' },
+      fill: null,
+      fillOpacity: 1
+    }
+  ]);
+  // The budget's tail has no two points in a row: nothing to draw.
+  assert.equal(shapes.length, 2);
+  const [area, line] = shapes;
+  assert.equal(
+    line.path,
+    'M2025-11-21_10:00:00.000,1L2025-11-21_10:00:01.000,1.5' +
+      'M2025-11-21_10:00:03.000,2L2025-11-21_10:00:04.000,2.5'
+  );
+  assert.deepEqual(line.line, { color: '#1976d2', width: 2, dash: 'solid' });
+  assert.equal(line.xref, 'x');
+  assert.equal(line.yref, 'y');
+  assert.equal(
+    area.path,
+    'M2025-11-21_10:00:00.000,0L2025-11-21_10:00:00.000,1L2025-11-21_10:00:01.000,1.5L2025-11-21_10:00:01.000,0Z' +
+      'M2025-11-21_10:00:03.000,0L2025-11-21_10:00:03.000,2L2025-11-21_10:00:04.000,2.5L2025-11-21_10:00:04.000,0Z'
+  );
+  assert.equal(area.fillcolor, 'rgba(25, 118, 210, 0.15)');
+});
+
+test("at the stream's pace with an hour, the traces are redrawn under 5% of samples, the tails when a pixel moves", () => {
+  for (const width of [250, 600]) {
+    // The training run: 64 MiB a second from 1 GiB under the budget (4 GiB), through it.
+    const s = history(3600, () => 3 * GiB);
+    const split0 = split(figure(args(s, { width }), trans));
+    let traces = picture(split0.settled);
+    let tail = tailPicture(split0.settled, split0.tails);
+    let reacts = 0;
+    let relayouts = 0;
+    const samples = 300;
+    for (let i = 0; i < samples; i++) {
+      grow(s, i < 30 ? 64 : 0);
+      const { settled, tails } = split(figure(args(s, { width }), trans));
+      const shown = picture(settled);
+      const moved = tailPicture(settled, tails);
+      if (shown !== traces) {
+        reacts++;
+      } else if (moved !== tail) {
+        relayouts++;
+      }
+      traces = shown;
+      tail = moved;
+    }
+    assert.ok(
+      reacts <= samples * 0.05,
+      `${width} px: ${reacts} reacts in ${samples}`
+    );
+    assert.ok(relayouts >= 1, `${width} px: the tails never moved`);
+  }
+});
+
+test('a new y scale is a redraw of the traces at once', () => {
+  const s = history(3600, () => 2 * GiB);
+  const before = split(figure(args(s), trans)).settled;
+  grow(s, 6 * 1024); // 8 GiB: above the budget's scale
+  const after = split(figure(args(s), trans)).settled;
+  assert.notEqual(after.yTop, before.yTop);
+  assert.notEqual(picture(after), picture(before));
 });

@@ -7,13 +7,19 @@
  * again every update); the PNG the mode bar's camera saves has them all, drawn by plotly. Plotly
  * draws only when the picture changes (figure.ts's `picture`): any new data is a whole replot in
  * plotly (its react, restyle and extendTraces alike), so the samples that move no pixel cost none.
+ * Live, the traces hold only the completed buckets up to the last settle step (figure.ts's `split`,
+ * about every 30 s) and each line's newest part is a layout shape, which plotly moves without a
+ * replot (relayout of a shape's path, about a third of a react): a replot once in ~30 samples, or when
+ * the scales, the marks or the style change. While the pointer is over the plot, every change is a
+ * react of the whole figure, so a hover finds the newest figure in the traces.
  */
 
 import type {
   Config,
   Layout,
   PlotRelayoutEvent,
-  PlotlyHTMLElement
+  PlotlyHTMLElement,
+  Shape
 } from 'plotly.js';
 
 import { element, setLine } from './dom';
@@ -27,7 +33,10 @@ import {
   axisTime,
   figure,
   fromLocal,
-  picture
+  picture,
+  split,
+  tailPicture,
+  tailShapes
 } from './figure';
 import { ISeries } from '../model/history';
 
@@ -93,6 +102,11 @@ export class Chart {
   private _fig: IFigure | null = null;
   /** What plotly drew last (figure.ts's `picture`); '' when plotly may show anything else. */
   private _picture = '';
+  /** The newest parts' picture (figure.ts's `tailPicture`) and the shapes that draw them. */
+  private _tailPicture = '';
+  private _shapes: Partial<Shape>[] = [];
+  /** The pointer is over the plot: the whole figure in the traces, for the hover. */
+  private _pointerIn = false;
   private _plotly: Plotly | null = null;
   private _colours: IColours | null = null;
   private _width = 0;
@@ -148,6 +162,8 @@ export class Chart {
     box.appendChild(this._paused);
     // Plotly starts its drags on mousedown; capture sees them before it does.
     node.addEventListener('mousedown', this._dragStart, true);
+    this.plot.addEventListener('mouseenter', this._pointer);
+    this.plot.addEventListener('mouseleave', this._pointer);
     // The size is read when it changes, never in the update path (no forced layout per sample).
     this._resize = new ResizeObserver(entries => {
       const { width, height } = entries[entries.length - 1].contentRect;
@@ -246,17 +262,53 @@ export class Chart {
 
   private _show(fig: IFigure): void {
     this._fig = fig;
-    const shown = picture(fig);
+    // Zoomed, or the pointer over the plot: the figure whole. Else the settled traces and the tails.
+    const { settled, tails } = this._pointerIn
+      ? { settled: { ...fig, settledMs: null }, tails: [] }
+      : split(fig);
+    const shown = `${settled.settledMs === null}\n${picture(settled)}`;
+    const tail = tailPicture(settled, tails);
     if (shown !== this._picture) {
       this._picture = shown;
-      this._react(fig);
+      this._tailPicture = tail;
+      this._shapes = tailShapes(tails);
+      this._react(settled, this._shapes);
+    } else if (tail !== this._tailPicture) {
+      this._tailPicture = tail;
+      this._relayout(tailShapes(tails));
     } // else not a pixel would change: plotly is left as it is
     setLine(this._unit, fig.unit);
     setLine(this._note, fig.note);
     this._showLegend(fig.legend);
   }
 
-  private _react(fig: IFigure): void {
+  /** The tails' shapes moved: only their paths when the shapes are otherwise the same, else all. */
+  private _relayout(shapes: Partial<Shape>[]): void {
+    const was = this._shapes;
+    this._shapes = shapes;
+    const same =
+      shapes.length === was.length &&
+      shapes.every(
+        (shape, i) =>
+          JSON.stringify({ ...shape, path: '' }) ===
+          JSON.stringify({ ...was[i], path: '' })
+      );
+    const update: Record<string, unknown> = {};
+    if (same) {
+      shapes.forEach((shape, i) => {
+        if (shape.path !== was[i].path) {
+          update[`shapes[${i}].path`] = shape.path;
+        }
+      });
+    } else {
+      update.shapes = shapes;
+    }
+    if (Object.keys(update).length) {
+      void this._plotly!.relayout(this.plot, update);
+    }
+  }
+
+  private _react(fig: IFigure, shapes: Partial<Shape>[]): void {
     const plot = this.plot;
     plot.dataset.x0 = String(fig.x0);
     plot.dataset.x1 = String(fig.x1);
@@ -269,7 +321,7 @@ export class Chart {
     void this._plotly!.react(
       plot,
       fig.data,
-      { ...fig.layout, ...LIVE },
+      { ...fig.layout, ...LIVE, shapes },
       config
     );
     if (!this._drawn) {
@@ -379,8 +431,15 @@ export class Chart {
 
   /** A zoom or pan by the user: follow their range; plotly's own reset: back to live. */
   private _onRelayout = (event: PlotRelayoutEvent): void => {
-    this._picture = ''; // plotly drew a range of its own
     const whole = (event as { 'xaxis.range'?: unknown[] })['xaxis.range'];
+    if (
+      !whole &&
+      !('xaxis.range[0]' in event) &&
+      !('xaxis.autorange' in event)
+    ) {
+      return; // our own tails' shapes, or nothing about the range
+    }
+    this._picture = ''; // plotly drew a range of its own
     const range = whole ?? [event['xaxis.range[0]'], event['xaxis.range[1]']];
     const [a, b] = range.map(axisTime).map(fromLocal);
     if (event['xaxis.autorange']) {
@@ -394,6 +453,12 @@ export class Chart {
     this._range = range;
     this._draw();
   }
+
+  /** The pointer over the plot or gone: the whole figure drawn for the hover, or split again. */
+  private _pointer = (event: MouseEvent): void => {
+    this._pointerIn = event.type === 'mouseenter';
+    this._draw();
+  };
 
   private _dragStart = (): void => {
     this._dragging = true;

@@ -9,7 +9,7 @@
  * model's decimation and format's words, which only the widgets' layer may do.
  */
 
-import type { Annotations, Data, Layout } from 'plotly.js';
+import type { Annotations, Data, Layout, Shape } from 'plotly.js';
 
 import {
   cellTitle,
@@ -59,11 +59,43 @@ export function bucketMs(spanMs: number, plotWidth: number): number {
   return Math.ceil(wanted / 3_600_000) * 3_600_000;
 }
 
+/** How long the live traces stay as they are, at the most: about 30 s, in whole buckets. */
+export const SETTLE_MS = 30_000;
+/** ...but never more than this many buckets (pixel columns) of blank at the right of the plot. */
+const SETTLE_BUCKETS = 3;
+/** The traces settle only where a bucket holds at least this many samples (an hour at the stream's
+ * 1 s pace, at any width up to ~1000 px); shorter spans, where nearly every sample is a pixel column
+ * of its own, draw whole. */
+const SETTLE_SAMPLES = 3;
+
+/** The live step: settleMs where the traces settle (splits), else the bucket. */
+function liveStep(t: number[], spanMs: number, plotW: number): number {
+  const bucket = bucketMs(spanMs, plotW);
+  return splits(t, bucket) ? settleMs(bucket) : bucket;
+}
+
+/** Whether the newest samples come at least SETTLE_SAMPLES to a bucket. */
+function splits(t: number[], bucket: number): boolean {
+  const n = t.length;
+  return n >= 2 && bucket >= SETTLE_SAMPLES * (t[n - 1] - t[n - 2]);
+}
+
 /**
- * The live x range: xRange's, its end moved up to the next bucket boundary (buckets of `bucketMs`
- * for that span), so that the range, and every bucket's place on the plot, moves once per bucket, not
- * with every sample: between, a sample moves no point by more than its own bucket's width. The
- * shortest range (MIN_SPAN_MS from the first sample, while the data is shorter) stays as it is.
+ * The step in which the live range moves and the traces take the buckets completed meanwhile (the
+ * newest part is drawn as layout shapes, chart.ts): whole buckets, about SETTLE_MS, at most
+ * SETTLE_BUCKETS of them; so at the stream's 1 s pace plotly replots its traces once in ~30 samples.
+ */
+export function settleMs(bucket: number): number {
+  const buckets = Math.ceil(SETTLE_MS / bucket);
+  return bucket * Math.max(1, Math.min(SETTLE_BUCKETS, buckets));
+}
+
+/**
+ * The live x range: xRange's, its end moved up to the next step boundary (`settleMs` of the
+ * buckets of `bucketMs` for that span where the traces settle, else a bucket), so that the range, and every bucket's place on the plot,
+ * moves once per settle step, not with every sample: between, a sample moves no point by more than
+ * its own bucket's width. The shortest range (MIN_SPAN_MS from the first sample, while the data is
+ * shorter) stays as it is.
  */
 export function liveRange(
   t: number[],
@@ -75,7 +107,7 @@ export function liveRange(
   if (x1 > last) {
     return [x0, x1];
   }
-  const step = bucketMs(x1 - x0, plotWidth);
+  const step = liveStep(t, x1 - x0, plotWidth);
   const end = Math.ceil(last / step) * step;
   return end - x0 > windowMs ? [end - windowMs, end] : [x0, end];
 }
@@ -258,6 +290,10 @@ export interface IFigure {
   x0: number;
   x1: number;
   yTop: number;
+  /** Live: the time (epoch ms) before which the traces hold every bucket, all complete (a step
+   * before the range's end); null while the user's range is shown, or where the traces do not settle
+   * (fewer than SETTLE_SAMPLES samples a bucket): the traces hold all. */
+  settledMs: number | null;
 }
 
 /** The lines, drawn in this order (the own line on top); the legend lists them as LEGEND does. */
@@ -537,8 +573,23 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
     legend,
     x0,
     x1,
-    yTop: scale.top
+    yTop: scale.top,
+    settledMs:
+      args.range || !splits(full.t, bucketMs(span, plotW))
+        ? null
+        : settledBefore(full.t[full.t.length - 1], span, plotW)
   };
+}
+
+/** The settle boundary a step before the live range's end (liveRange's, after the newest sample
+ * `last` or on it), so that the traces take new buckets when the range moves, in the same replot. */
+export function settledBefore(
+  last: number,
+  spanMs: number,
+  plotW: number
+): number {
+  const step = settleMs(bucketMs(spanMs, plotW));
+  return Math.ceil(last / step) * step - step;
 }
 
 /**
@@ -547,8 +598,11 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
  * same picture look the same to the pixel: chart.ts draws only when the picture changes. A hover
  * then may show a figure up to a pixel's worth older than the headline's.
  */
-export function picture(fig: IFigure): string {
-  const { layout } = fig;
+export function picture(
+  fig: IFigure,
+  scales: Partial<Layout> = fig.layout
+): string {
+  const layout = scales;
   const plotW = Math.max(1, (layout.width ?? 0) - MARGIN.l - MARGIN.r);
   const plotH = Math.max(1, (layout.height ?? 0) - MARGIN.t - MARGIN.b);
   const [a, b] = layout.xaxis!.range as [number, number];
@@ -571,5 +625,153 @@ export function picture(fig: IFigure): string {
     });
     return `${JSON.stringify(rest)}|${points.join()}`;
   });
-  return [JSON.stringify(layout), ...traces].join('\n');
+  return [JSON.stringify(fig.layout), ...traces].join('\n');
+}
+
+/** A line's newest part as chart.ts draws it: a plotly trace's points and style, no hover. */
+export interface ITail {
+  uid: string;
+  x: (number | null)[];
+  y: (number | null)[];
+  line: { color: string; width: number; dash?: string };
+  /** The area under it (the line's `tozeroy`), or null. */
+  fill: string | null;
+  /** The area's opacity (plotly's own fill of a line without a fill colour is half its colour). */
+  fillOpacity: number;
+}
+
+/** The live figure in two: the settled traces, for plotly's react; each line's newest part, as shapes. */
+export interface ISplit {
+  settled: IFigure;
+  tails: ITail[];
+}
+
+interface ILine {
+  uid: string;
+  x: (number | null)[];
+  y: (number | null)[];
+  mode?: string;
+  visible?: boolean | 'legendonly';
+  line: { color: string; width: number; dash?: string };
+  fill?: string;
+  fillcolor?: string;
+}
+
+/**
+ * Live, the figure split at its `settledMs`: every line (and the cells' band) keeps its points before
+ * it, the buckets already complete, which stay as they are until the next settle step; the rest, from
+ * the last point kept to the newest, is the line's tail. The marks and the layout stay whole: a change
+ * to them redraws all. A hidden line has no tail. Zoomed (no `settledMs`): the figure whole.
+ */
+export function split(fig: IFigure): ISplit {
+  if (fig.settledMs === null) {
+    return { settled: fig, tails: [] };
+  }
+  const cut = toLocal(fig.settledMs);
+  const tails: ITail[] = [];
+  const data = fig.data.map(trace => {
+    const line = trace as ILine;
+    if (line.mode !== 'lines') {
+      return trace;
+    }
+    let keep = 0;
+    while (keep < line.x.length && (line.x[keep] ?? -Infinity) < cut) {
+      keep++;
+    }
+    if (keep === line.x.length) {
+      return trace;
+    }
+    // From the last point kept (if any) on, so the tail joins the trace.
+    const from = Math.max(0, keep - 1);
+    if (line.visible !== 'legendonly' && line.x.length - from >= 2) {
+      tails.push({
+        uid: line.uid,
+        x: line.x.slice(from),
+        y: line.y.slice(from),
+        line: line.line,
+        fill:
+          line.fill === 'tozeroy' ? (line.fillcolor ?? line.line.color) : null,
+        fillOpacity: line.fill === 'tozeroy' && !line.fillcolor ? 0.5 : 1
+      });
+    }
+    return {
+      ...trace,
+      x: line.x.slice(0, keep),
+      y: line.y.slice(0, keep)
+    } as Data;
+  });
+  return { settled: { ...fig, data }, tails };
+}
+
+/** The tails' picture, as `picture` sees a figure's: their points in whole pixels of the figure's
+ * plot, and their style. */
+export function tailPicture(fig: IFigure, tails: ITail[]): string {
+  return picture(
+    {
+      ...fig,
+      layout: {},
+      data: tails as unknown as Data[],
+      x0: fig.x0,
+      x1: fig.x1
+    },
+    fig.layout
+  );
+}
+
+/** An axis time (toLocal's ms) as a shape's path takes a date: no spaces. */
+const pathDate = (v: number): string =>
+  new Date(v).toISOString().slice(0, 23).replace('T', '_');
+
+/**
+ * The tails as plotly layout shapes (paths on the plot's axes, so they follow a zoom), drawn above
+ * the traces in the traces' order: for each, the area under it (if its line fills) and the line,
+ * with the line's colour, width and dash. A gap (null) starts a new stretch.
+ */
+export function tailShapes(tails: ITail[]): Partial<Shape>[] {
+  const shapes: Partial<Shape>[] = [];
+  for (const tail of tails) {
+    const runs: [number, number][][] = [[]];
+    tail.x.forEach((x, i) => {
+      const y = tail.y[i];
+      if (x === null || y === null) {
+        runs.push([]);
+      } else {
+        runs[runs.length - 1].push([x, y]);
+      }
+    });
+    const stretches = runs.filter(run => run.length >= 2);
+    if (!stretches.length) {
+      continue;
+    }
+    const at = ([x, y]: [number, number]) => `${pathDate(x)},${y}`;
+    const line = stretches.map(run => 'M' + run.map(at).join('L')).join('');
+    const base = {
+      type: 'path',
+      xref: 'x',
+      yref: 'y',
+      layer: 'above'
+    } as const;
+    if (tail.fill !== null) {
+      const area = stretches
+        .map(run => {
+          const [first, last] = [run[0][0], run[run.length - 1][0]];
+          return `M${at([first, 0])}L${run.map(at).join('L')}L${at([last, 0])}Z`;
+        })
+        .join('');
+      shapes.push({
+        ...base,
+        path: area,
+        fillcolor: tail.fill,
+        opacity: tail.fillOpacity,
+        line: { width: 0 }
+      } as Partial<Shape>);
+    }
+    shapes.push({
+      ...base,
+      path: line,
+      fillcolor: 'rgba(0,0,0,0)',
+      line: { ...tail.line }
+    } as Partial<Shape>);
+  }
+  return shapes;
 }
