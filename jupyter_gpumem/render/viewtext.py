@@ -8,13 +8,14 @@ string from the kernel's sample through `printable`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jupyter_gpumem.budget.privacy import from_sample, others_line
+from jupyter_gpumem.budget.privacy import from_sample
 from jupyter_gpumem.gpu.reader import stalled_sentence
 from jupyter_gpumem.i18n import gettext as _
-from jupyter_gpumem.i18n import pgettext
+from jupyter_gpumem.i18n import ngettext, pgettext
 from jupyter_gpumem.render.text import printable
 from jupyter_gpumem.units import (
     Level,
@@ -27,6 +28,7 @@ from jupyter_gpumem.units import (
     whole_mib,
 )
 from jupyter_gpumem.wire.comm import Sample, SampleGpu
+from jupyter_gpumem.words import word_wire
 
 
 def gpu_key(gpu: Mapping[str, Any]) -> str:  # a sample's gpu, or one of history's samples
@@ -102,6 +104,27 @@ def headline(gpu: SampleGpu, sample: Sample) -> tuple[str, Level]:
     return said.format(figure=figure, limit=limit, unit=unit, share=share), budget_level(own, budget)
 
 
+def said(sentence: str | None, code: Mapping[str, Any] | None) -> str | None:
+    """A sentence field and the code beside it (format/words.ts said): the code worded in the language in use,
+    or the sentence where there is no code (an older kernel) or one this catalogue cannot word (a newer one)."""
+    if code:
+        try:
+            return word_wire(code)
+        except (KeyError, TypeError, AssertionError):
+            pass
+    return sentence
+
+
+def lab(message: str, *values: str) -> str:
+    """One of the sidebar's own messages (format/*.ts: %1 … %n), in the language in use, filled as JupyterLab's
+    Gettext.strfmt fills it, so the still view says what the sidebar says in every language."""
+    return re.sub(r"%(\d+)", lambda m: values[int(m.group(1)) - 1], _(message))
+
+
+def lab_n(singular: str, plural: str, count: int) -> str:
+    return lab(ngettext(singular, plural, count), str(count))
+
+
 def own_line(gpu: SampleGpu) -> tuple[str, Level] | None:
     """ "Exact: NVML lists this kernel's PID": how this kernel's figure is known, in the kernel's words after
     its label; None from a kernel that does not say (never a guess), or on a lost or hidden GPU."""
@@ -109,7 +132,7 @@ def own_line(gpu: SampleGpu) -> tuple[str, Level] | None:
     if gpu["lost"] or gpu.get("hidden") or source is None:
         return None
     labels = {"exact": _("Exact"), "matched": _("Matched"), "estimated": _("Estimated"), "unknown": _("Unknown")}
-    label, reason = labels.get(source, source.capitalize()), gpu.get("own_reason")
+    label, reason = labels.get(source, source.capitalize()), said(gpu.get("own_reason"), gpu.get("own_reason_said"))
     text = _("{label}: {reason}").format(label=label, reason=printable(reason)) if reason else label
     return text, "warn" if source == "unknown" else "ok"
 
@@ -117,7 +140,7 @@ def own_line(gpu: SampleGpu) -> tuple[str, Level] | None:
 def budget_note(gpu: SampleGpu, sample: Sample) -> str | None:
     if gpu["lost"] or gpu.get("hidden") or gpu.get("budget_bytes") is not None:
         return None
-    takes = sample.get("takes")
+    takes = said(sample.get("takes"), sample.get("takes_said"))
     return _("No budget set — {takes}").format(
         takes=printable(takes) if takes else _("a framework takes its default amount when it starts")
     )
@@ -141,7 +164,7 @@ def limit_lines(gpu: SampleGpu, sample: Sample) -> str | None:
                     unlisted=format_gib_or_mib(gpu["unlisted_bytes"])
                 )
             )
-    note = sample.get("limit_note")
+    note = said(sample.get("limit_note"), sample.get("limit_note_said"))
     if note:
         lines.append(printable(note))
     return "\n".join(lines) or None
@@ -182,15 +205,15 @@ def breakdown(gpu: SampleGpu, framework: str | None) -> str | None:
 
 
 def over_line(gpu: SampleGpu) -> str | None:
-    reason = gpu.get("over_reason")
+    reason = said(gpu.get("over_reason"), gpu.get("over_reason_said"))
     return _("Over budget: {reason}").format(reason=printable(reason)) if reason and not gpu.get("hidden") else None
 
 
 def policy_line(sample: Sample) -> tuple[str, Level] | None:
-    said, note = sample.get("policy"), sample.get("policy_note")
-    if said is None:
+    policy_said, note = sample.get("policy"), said(sample.get("policy_note"), sample.get("policy_note_said"))
+    if policy_said is None:
         return None
-    policy = printable(said)
+    policy = printable(policy_said)
     if note:
         text = _("Policy: {policy} — {note}").format(policy=policy, note=printable(note))
     else:
@@ -209,7 +232,25 @@ def process_note(gpu: SampleGpu) -> str | None:
 def others_note(gpu: SampleGpu) -> str | None:
     """Other users' processes, where privacy shows them as one figure (format/table.ts othersNote)."""
     others = from_sample(gpu.get("others"))
-    return printable(others_line(others, format_gib_or_mib)) if others and others.processes else None
+    if not others or not others.processes:
+        return None
+    line = lab(
+        "other users: %1, %2",
+        lab_n("%1 process", "%1 processes", others.processes),
+        format_gib_or_mib(others.used_bytes),
+    )
+    if not others.users:
+        return line
+    each = [
+        lab(
+            "%1: %2, %3",
+            _("user unknown") if u.user is None else printable(u.user),
+            lab_n("%1 process", "%1 processes", u.processes),
+            format_gib_or_mib(u.used_bytes),
+        )
+        for u in others.users
+    ]
+    return f"{line} ({'; '.join(each)})"
 
 
 def process_cells(p: Mapping[str, Any]) -> dict[str, str]:

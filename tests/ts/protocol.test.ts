@@ -359,7 +359,11 @@ test('the sidebar tells a kernel the interface’s language after its hello and 
     'ja-JP'
   );
   try {
-    const hello = fixture('hello.json') as Hello;
+    // As the kernel sends it: the wire's own names.
+    const hello = fixture('hello.json') as {
+      interval_s: number;
+      history_s: number;
+    };
     attach!(comm, { content: { data: hello } });
     assert.equal(channel.state, 'streaming');
     channel.configure({ intervalS: 5, historyS: 600 });
