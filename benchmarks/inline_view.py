@@ -222,7 +222,7 @@ def main() -> None:
                 f"{r['with_warmup_p50_ms']:.2f} ms, p95 {r['with_warmup_p95_ms']:.2f} ms); "
                 f"the whole task p50 {r['browser_p50_ms']:.2f} ms, "
                 f"p95 {r['browser_p95_ms']:.2f} ms per update (idle interval {r['browser_idle_ms']:.2f} ms); "
-                f"plotly drew (react) {r['draws']:.0f} times and moved the newest parts' shapes (relayout) "
+                f"plotly drew {r['draws']:.0f} times (afterplot), the chart moved the newest parts' shapes (relayout) "
                 f"{r['relayouts']:.0f} times for {r['updates']:.0f} samples; "
                 f"{r['points']:.0f} points in this kernel's line"
             )

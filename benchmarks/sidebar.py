@@ -19,7 +19,8 @@ with 12 processes on the GPU, the panel at the default sidebar width.
   the page idle between (each update then finds the CPU's caches cold: the same render costs more,
   about 1.4 to 2 times as much on a 2-core machine), with one minute (the baseline) and with one hour
   of history, in the same page one after the other; and how many of those updates made plotly draw
-  (its `plotly_afterplot` events). Target: p95 <= 8 ms with the hour, at every width. --steady adds
+  (its `plotly_afterplot` events) and how many only moved the lines' newest parts, drawn as layout shapes
+  (the chart's `plotly_relayout` of its shapes). Target: p95 <= 8 ms with the hour, at every width. --steady adds
   the hour followed by a kernel whose memory stays put (reported, no target). The status-bar
   item's own render is timed after each update of the one-a-frame runs.
   --chart-only runs this part alone.
@@ -424,12 +425,12 @@ def main() -> None:
         for label, result in pair.items():
             print(
                 f"  {width:>4} px, {label:>24}: {summary(result['times'])}; "
-                f"plotly drew (react) {result['draws']} times and moved the newest parts' shapes (relayout) "
+                f"plotly drew {result['draws']} times (afterplot), the chart moved the newest parts' shapes (relayout) "
                 f"{result['relayouts']} times for {len(result['times'])} samples, "
                 f"{result['points']} points in this kernel's trace"
             )
             kinds = [
-                "drew" if d else "moved shapes" if m else "left plotly alone"
+                "moved shapes" if m else "drew" if d else "left plotly alone"
                 for d, m in zip(result["drew"], result["shifted"], strict=True)
             ]
             split = {

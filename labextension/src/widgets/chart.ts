@@ -282,30 +282,11 @@ export class Chart {
     this._showLegend(fig.legend);
   }
 
-  /** The tails' shapes moved: only their paths when the shapes are otherwise the same, else all. */
+  /** The tails moved: the shapes given whole (plotly redraws only its shapes, ~2.4 ms against react's
+   * ~22 ms measured on a loaded 2-core machine; a single shape's path given alone costs a react). */
   private _relayout(shapes: Partial<Shape>[]): void {
-    const was = this._shapes;
     this._shapes = shapes;
-    const same =
-      shapes.length === was.length &&
-      shapes.every(
-        (shape, i) =>
-          JSON.stringify({ ...shape, path: '' }) ===
-          JSON.stringify({ ...was[i], path: '' })
-      );
-    const update: Record<string, unknown> = {};
-    if (same) {
-      shapes.forEach((shape, i) => {
-        if (shape.path !== was[i].path) {
-          update[`shapes[${i}].path`] = shape.path;
-        }
-      });
-    } else {
-      update.shapes = shapes;
-    }
-    if (Object.keys(update).length) {
-      void this._plotly!.relayout(this.plot, update);
-    }
+    void this._plotly!.relayout(this.plot, { shapes });
   }
 
   private _react(fig: IFigure, shapes: Partial<Shape>[]): void {
