@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES
+from test_figure import S1, T0, sample  # S1's GPU 1 as the figure tests have it
 
 from jupyter_gpumem.render import figure, still
 from jupyter_gpumem.render.figure import TRACES
@@ -20,24 +21,7 @@ from jupyter_gpumem.units import GiB, MiB
 
 SVG = "{http://www.w3.org/2000/svg}"
 NAMES = json.loads((FIXTURES / "chart" / "traces.json").read_text())["traces"]
-S1 = dict(json.loads((FIXTURES / "protocol" / "sample.json").read_text())["sample"])
-T0 = 1_763_740_800.0
 COLOUR = {t.key: t.colour for t in TRACES}
-
-
-def sample(t: float, own: int | None, budget: int | None = 4 * GiB, used: int = 6 * GiB, **gpu: Any) -> Any:
-    """S1's GPU 1 at time ``t``: this kernel holding ``own``, TensorFlow's allocator a little less."""
-    fields = {
-        **S1["gpus"][1],
-        "own_bytes": own,
-        "budget_bytes": budget,
-        "used_bytes": used,
-        "framework_bytes": None if own is None else own - 256 * MiB,
-        "over_reason": "CUDA context outside the limit",
-        "processes": [],
-        **gpu,
-    }
-    return {**S1, "t": t, "framework": "TensorFlow", "gpus": [fields]}
 
 
 def hour(spike_at: int = 1234) -> list[Any]:
