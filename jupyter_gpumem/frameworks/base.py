@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
+from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.words import Said
 
 
@@ -77,7 +78,9 @@ class Adapter(ABC):
     def too_late(self, plan: Plan) -> str | None:
         """Why ``plan`` can no longer take effect (a phrase), or None while it can."""
         if self.imported() and self.initialised():
-            return f"{self.name} has already started in this kernel and fixes its GPU memory and thread settings then"
+            return _(
+                "{framework} has already started in this kernel and fixes its GPU memory and thread settings then"
+            ).format(framework=self.name)
         return None
 
     def gpu_problem(self, plan: Plan) -> str | None:
@@ -114,7 +117,7 @@ class Adapter(ABC):
         allocator: on the GPU where the framework uses one, else on the CPU where it can count it there.
         ``objects``: the step and its arguments (a framework may track models and optimisers among them)."""
         run()
-        return Peak(None, f"jupyter-gpumem cannot count a step's memory in {self.name}.")
+        return Peak(None, _("jupyter-gpumem cannot count a step's memory in {framework}.").format(framework=self.name))
 
     def owns(self, value: object) -> bool:
         """``value`` is one of this framework's arrays, models or functions (by the module its type comes from)."""

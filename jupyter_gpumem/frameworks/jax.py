@@ -19,6 +19,8 @@ from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter, Peak, Released, installed_version
 from jupyter_gpumem.frameworks.base import fraction_of as _fraction
 from jupyter_gpumem.frameworks.base import one_fraction as pool_fraction
+from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.i18n import ngettext, pgettext
 from jupyter_gpumem.units import MiB
 from jupyter_gpumem.words import Said
 
@@ -61,7 +63,7 @@ class Jax(Adapter):
 
     def too_late(self, plan: Plan) -> str | None:
         if self.imported() and self.initialised():
-            return (
+            return _(
                 "JAX's backend has started in this kernel (its first operation or jax.devices()), and it reads "
                 "its GPU memory settings (XLA_PYTHON_CLIENT_*) and which GPUs it may use only when it starts"
             )
@@ -72,23 +74,26 @@ class Jax(Adapter):
         notes = []
         policy = plan.policy
         if policy.intra_threads is not None or policy.inter_threads is not None:
-            notes.append("JAX has no setting for its CPU thread pools, so threads=/intra=/inter= do not apply to JAX.")
+            notes.append(
+                _("JAX has no setting for its CPU thread pools, so threads=/intra=/inter= do not apply to JAX.")
+            )
         fractions = {_fraction(g.allocator_limit_bytes, g.total_bytes) for g in plan.gpus if g.allocator_limit_bytes}
         if len(fractions) > 1:
             notes.append(
-                f"JAX takes one memory fraction for every GPU: {min(fractions):.4f}, the smallest, so that each GPU "
-                "stays inside its budget (the larger GPUs keep some of theirs unused)."
+                _(
+                    "JAX takes one memory fraction for every GPU: {fraction}, the smallest, so that each GPU stays "
+                    "inside its budget (the larger GPUs keep some of theirs unused)."
+                ).format(fraction=f"{min(fractions):.4f}")
             )
         return notes
 
     def gpu_problem(self, plan: Plan) -> str | None:
         if not plan.gpus or _gpu_plugin() is not None:
             return None
-        return (
-            f"JAX {self.version() or '(version unknown)'} has only its CPU backend here (no jax-cuda12-plugin or "
-            "jax-cuda13-plugin installed), so it uses no GPU and the budget is not in force; for the GPU: "
-            "pip install -U 'jax[cuda12]'."
-        )
+        return _(
+            "JAX {version} has only its CPU backend here (no jax-cuda12-plugin or jax-cuda13-plugin installed), so it "
+            "uses no GPU and the budget is not in force; for the GPU: pip install -U 'jax[cuda12]'."
+        ).format(version=self.version() or _("(version unknown)"))
 
     def concatenate(self, values: list[Any]) -> Any:
         return sys.modules["jax.numpy"].concatenate(values, axis=0)
@@ -111,17 +116,22 @@ class Jax(Adapter):
         if stats is None or before is None:
             return Peak(
                 None,
-                f"JAX does not count memory on its {device.platform.upper()} device (memory_stats() is None): pass "
-                "a jitted step (jax.jit(f)), whose peak XLA's compiler tells without running it.",
+                _(
+                    "JAX does not count memory on its {platform} device (memory_stats() is None): pass a jitted step "
+                    "(jax.jit(f)), whose peak XLA's compiler tells without running it."
+                ).format(platform=device.platform.upper()),
             )
         peak = int(stats.get("peak_bytes_in_use", 0))
         if peak <= before:
             return Peak(
                 None,
-                "JAX cannot reset its peak (memory_stats()'s peak_bytes_in_use), and this step stayed below the "
-                "peak this kernel reached earlier: pass a jitted step (jax.jit(f)) to have XLA's compiler tell it.",
+                _(
+                    "JAX cannot reset its peak (memory_stats()'s peak_bytes_in_use), and this step stayed below the "
+                    "peak this kernel reached earlier: pass a jitted step (jax.jit(f)) to have XLA's compiler tell it."
+                ),
             )
-        return Peak(peak, f"memory_stats()['peak_bytes_in_use'] on {device}", device.platform != "cpu")
+        how = _("memory_stats()['peak_bytes_in_use'] on {device}").format(device=device)
+        return Peak(peak, how, device.platform != "cpu")
 
     def compiled_peak(self, jitted: Any, args: Sequence[object]) -> Peak:
         """A jitted function's peak as XLA plans it, without running it: ``jitted.lower(*args).compile()``'s
@@ -132,7 +142,8 @@ class Jax(Adapter):
         analysis = compiled.memory_analysis()
         device = sys.modules["jax"].devices()[0]
         if analysis is None:
-            return Peak(None, f"XLA gives no memory analysis of a compiled function on {device.platform.upper()}.")
+            said = _("XLA gives no memory analysis of a compiled function on {platform}.")
+            return Peak(None, said.format(platform=device.platform.upper()))
         buffers = (
             analysis.argument_size_in_bytes
             + analysis.output_size_in_bytes
@@ -140,7 +151,9 @@ class Jax(Adapter):
             - analysis.alias_size_in_bytes
         )
         peak = max(int(getattr(analysis, "peak_memory_in_bytes", 0) or 0), int(buffers))
-        how = f"XLA's memory analysis of the compiled step on {device.platform.upper()} (not run)"
+        how = _("XLA's memory analysis of the compiled step on {platform} (not run)").format(
+            platform=device.platform.upper()
+        )
         return Peak(peak, how, device.platform != "cpu", includes_held=False)
 
     def release(self) -> Released | None:
@@ -149,12 +162,16 @@ class Jax(Adapter):
         sys.modules["jax"].clear_caches()
         if os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").lower() == "platform":
             return Released(
-                "JAX cleared its compilation caches (jax.clear_caches()); its platform allocator has "
-                "given freed arrays back to the driver."
+                _(
+                    "JAX cleared its compilation caches (jax.clear_caches()); its platform allocator has "
+                    "given freed arrays back to the driver."
+                )
             )
         return Released(
-            "JAX cleared its compilation caches (jax.clear_caches()); its allocator keeps the pool it has taken "
-            "(preallocated, or grown) for its own reuse, so only a restart gives that back.",
+            _(
+                "JAX cleared its compilation caches (jax.clear_caches()); its allocator keeps the pool it has taken "
+                "(preallocated, or grown) for its own reuse, so only a restart gives that back."
+            ),
             restart_only=True,
         )
 
@@ -162,14 +179,21 @@ class Jax(Adapter):
         version = sys.modules["jax"].__version__
         fraction = os.environ.get("XLA_CLIENT_MEM_FRACTION") or os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
         preallocate = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true").lower() not in ("false", "0")
-        allocator = os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default (bfc)")
-        lines = [
-            f"JAX {version}: memory fraction {fraction or f'{DEFAULT_FRACTION} (default)'}, "
-            f"preallocate {'on' if preallocate else 'off'}, allocator {allocator} (as read at its start)"
-        ]
+        allocator = os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR") or pgettext("allocator", "default (bfc)")
+        said = (
+            _("JAX {version}: memory fraction {fraction}, preallocate on, allocator {allocator} (as read at its start)")
+            if preallocate
+            else _(
+                "JAX {version}: memory fraction {fraction}, preallocate off, allocator {allocator} "
+                "(as read at its start)"
+            )
+        )
+        default = _("{fraction} (default)").format(fraction=DEFAULT_FRACTION)
+        lines = [said.format(version=version, fraction=fraction or default, allocator=allocator)]
         if self.initialised():
             gpus = _gpus()
-            lines.append(f"JAX uses {len(gpus)} GPU(s)." if gpus else "JAX uses no GPU.")
+            count = ngettext("JAX uses {count} GPU.", "JAX uses {count} GPUs.", len(gpus))
+            lines.append(count.format(count=len(gpus)) if gpus else _("JAX uses no GPU."))
         return lines
 
 

@@ -23,6 +23,8 @@ from typing import Any, Protocol
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter, Peak, PeakKeeper, Released, one_fraction
+from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.i18n import pgettext
 from jupyter_gpumem.units import MiB, format_mib
 from jupyter_gpumem.words import Said
 
@@ -154,7 +156,7 @@ class PyTorch(Adapter):
 
     def too_late(self, plan: Plan) -> str | None:
         if plan.policy.gpus is not None and self.imported() and self.initialised():
-            return (
+            return _(
                 "CUDA has started in PyTorch (torch.cuda.is_initialized()), and CUDA reads which GPUs it may "
                 "use (CUDA_VISIBLE_DEVICES) only when it starts, so gpus= cannot take effect"
             )
@@ -172,8 +174,10 @@ class PyTorch(Adapter):
             except RuntimeError:
                 self.config.set_threads(policy.intra_threads, None)
                 notes.append(
-                    f"PyTorch keeps {self.config.threads()[1]} inter-op threads: it fixes them once parallel work "
-                    f"has started. To get inter={policy.inter_threads}, restart the kernel and run %gpumem first."
+                    _(
+                        "PyTorch keeps {threads} inter-op threads: it fixes them once parallel work has started. To "
+                        "get inter={inter}, restart the kernel and run %gpumem first."
+                    ).format(threads=self.config.threads()[1], inter=policy.inter_threads)
                 )
         limits = [g.allocator_limit_bytes for g in plan.gpus]
         if any(limit is not None for limit in limits):
@@ -186,17 +190,17 @@ class PyTorch(Adapter):
             return None
         version, cuda = self.config.version(), self.config.cuda_version()
         if cuda is None:
-            return (
-                f"PyTorch {version} is a CPU-only build (torch.version.cuda is None), so it uses no GPU and the "
+            return _(
+                "PyTorch {version} is a CPU-only build (torch.version.cuda is None), so it uses no GPU and the "
                 "budget is not in force; for a CUDA build: pip install torch --index-url "
                 "https://download.pytorch.org/whl/cu128 (pytorch.org lists the others)."
-            )
+            ).format(version=version)
         if self.config.device_count() == 0:
-            return (
-                f"PyTorch {version} is built for CUDA {cuda} but sees no GPU (torch.cuda.device_count() is 0): "
-                f"the NVIDIA driver is too old for CUDA {cuda}, or CUDA_VISIBLE_DEVICES hides every GPU; "
+            return _(
+                "PyTorch {version} is built for CUDA {cuda} but sees no GPU (torch.cuda.device_count() is 0): "
+                "the NVIDIA driver is too old for CUDA {cuda}, or CUDA_VISIBLE_DEVICES hides every GPU; "
                 "the budget is not in force."
-            )
+            ).format(version=version, cuda=cuda)
         return None
 
     def concatenate(self, values: list[Any]) -> Any:
@@ -211,8 +215,10 @@ class PyTorch(Adapter):
                 if limit is not None:
                     self.config.set_fraction(min(1.0, limit / total), index)
         except Exception as error:  # never break the user's first CUDA call
-            self.problems.append(f"the memory fraction could not be set ({type(error).__name__}: {error})")
-            print(f"jupyter-gpumem: PyTorch: {self.problems[-1]}; it runs without a cap.", file=sys.stderr)
+            problem = _("the memory fraction could not be set ({error_type}: {error})")
+            self.problems.append(problem.format(error_type=type(error).__name__, error=error))
+            said = _("jupyter-gpumem: PyTorch: {problem}; it runs without a cap.")
+            print(said.format(problem=self.problems[-1]), file=sys.stderr)
 
     def memory_in_use(self, cell: bool = False) -> tuple[Allocator, ...]:
         if not (self.imported() and self.initialised()):
@@ -243,9 +249,8 @@ class PyTorch(Adapter):
             run()
             torch.cuda.synchronize()
             index = torch.cuda.current_device()
-            return Peak(
-                int(torch.cuda.max_memory_allocated(index)), f"torch.cuda.max_memory_allocated on cuda:{index}", True
-            )
+            how = _("torch.cuda.max_memory_allocated on cuda:{index}").format(index=index)
+            return Peak(int(torch.cuda.max_memory_allocated(index)), how, True)
         from torch.distributed._tools.mem_tracker import MemTracker
 
         tracker = MemTracker()
@@ -256,31 +261,37 @@ class PyTorch(Adapter):
             run()
         peaks = tracker.get_tracker_snapshot("peak")
         counted = sum(int(by_kind.get("Total", 0)) for by_kind in peaks.values())
-        return Peak(counted, "PyTorch's memory tracker (MemTracker) on the CPU", False, includes_held=False)
+        return Peak(counted, _("PyTorch's memory tracker (MemTracker) on the CPU"), False, includes_held=False)
 
     def release(self) -> Released | None:
         if not (self.imported() and self.initialised()):
             return None
         self.config.empty_cache()
-        return Released("PyTorch gave its cache of freed blocks back to the driver (torch.cuda.empty_cache()).")
+        return Released(_("PyTorch gave its cache of freed blocks back to the driver (torch.cuda.empty_cache())."))
 
     def in_force(self) -> list[str]:
         intra, inter = self.config.threads()
-        settings = self.config.allocator_settings() or "defaults"
+        settings = self.config.allocator_settings() or pgettext("allocator settings", "defaults")
         lines = [
-            f"PyTorch {self.config.version()}: CPU threads intra-op {intra}, inter-op {inter}; allocator {settings}"
+            _("PyTorch {version}: CPU threads intra-op {intra}, inter-op {inter}; allocator {settings}").format(
+                version=self.config.version(), intra=intra, inter=inter, settings=settings
+            )
         ]
         lines.extend(f"PyTorch: {problem}" for problem in self.problems)
         if not self.initialised():
-            lines.append("PyTorch has not started CUDA yet.")
+            lines.append(_("PyTorch has not started CUDA yet."))
             return lines
         for index in range(self.config.device_count()):
-            _, total = self.config.device(index)
+            total = self.config.device(index)[1]
             fraction = self.config.fraction(index)
             if fraction is None:
-                cap = "a cap this PyTorch cannot report"
+                cap = _("a cap this PyTorch cannot report")
+            elif fraction < 1:
+                cap = _("at most {limit} ({fraction})").format(
+                    limit=format_mib(int(fraction * total)), fraction=f"{fraction:.2f}"
+                )
             else:
-                cap = f"at most {format_mib(int(fraction * total))} ({fraction:.2f})" if fraction < 1 else "no cap"
+                cap = _("no cap")
             lines.append(f"PyTorch cuda:{index}: {cap}")
         return lines
 

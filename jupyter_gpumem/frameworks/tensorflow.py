@@ -16,6 +16,8 @@ from typing import Any, Protocol
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter, Peak, PeakKeeper, Released
+from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.i18n import pgettext
 from jupyter_gpumem.units import MiB, format_mib
 from jupyter_gpumem.words import Said
 
@@ -93,14 +95,14 @@ class RealTfConfig:
         # get_memory_info and list_logical_devices start the runtime: callers check initialised() first.
         experimental = self._tf.config.experimental
         stats = []
-        for position, _ in enumerate(self._tf.config.list_logical_devices("GPU")):
+        for position in range(len(self._tf.config.list_logical_devices("GPU"))):
             info = experimental.get_memory_info(f"GPU:{position}")
             stats.append((int(info["current"]), int(info["peak"])))
         return stats
 
     def reset_peaks(self) -> None:
         experimental = self._tf.config.experimental
-        for position, _ in enumerate(self._tf.config.list_logical_devices("GPU")):
+        for position in range(len(self._tf.config.list_logical_devices("GPU"))):
             experimental.reset_memory_stats(f"GPU:{position}")
 
     def build_info(self) -> dict[str, Any]:
@@ -155,11 +157,10 @@ class TensorFlow(Adapter):
         if not found:
             return _no_gpu(self.config.version(), self.config.build_info())
         if len(found) not in (len(plan.gpus), len(plan.gpus) + len(plan.hidden)):
-            return (
-                f"TensorFlow sees {len(found)} GPU(s) but NVML {len(plan.gpus) + len(plan.hidden)}, so "
-                "jupyter-gpumem cannot tell which is which and changed no GPU setting. Restart the kernel "
-                "and run %gpumem before importing TensorFlow."
-            )
+            return _(
+                "TensorFlow sees {found} GPU(s) but NVML {listed}, so jupyter-gpumem cannot tell which is which and "
+                "changed no GPU setting. Restart the kernel and run %gpumem before importing TensorFlow."
+            ).format(found=len(found), listed=len(plan.gpus) + len(plan.hidden))
         return None
 
     def _apply_gpus(self, plan: Plan) -> list[str]:
@@ -225,9 +226,12 @@ class TensorFlow(Adapter):
         if peak <= 0:
             return Peak(
                 None,
-                "TensorFlow has no GPU here and does not count its memory on the CPU: set the environment variable "
-                "TF_CPU_ALLOCATOR_USE_BFC=true before TensorFlow is imported (in the kernel's environment, or "
-                "os.environ at the notebook's top, then restart the kernel) to measure the step there.",
+                _(
+                    "TensorFlow has no GPU here and does not count its memory on the CPU: set the environment "
+                    "variable TF_CPU_ALLOCATOR_USE_BFC=true before TensorFlow is imported (in the kernel's "
+                    "environment, or os.environ at the notebook's top, then restart the kernel) to measure the step "
+                    "there."
+                ),
             )
         return Peak(peak, "tf.config.experimental.get_memory_info('CPU:0') (TF_CPU_ALLOCATOR_USE_BFC=true)", False)
 
@@ -235,8 +239,10 @@ class TensorFlow(Adapter):
         if not (self.imported() and self.initialised()):
             return None
         return Released(
-            "TensorFlow's allocator never gives memory back to the driver (tensorflow#17048): what it has "
-            "taken stays this kernel's until a restart.",
+            _(
+                "TensorFlow's allocator never gives memory back to the driver (tensorflow#17048): what it has "
+                "taken stays this kernel's until a restart."
+            ),
             restart_only=True,
         )
 
@@ -247,34 +253,42 @@ class TensorFlow(Adapter):
     def in_force(self) -> list[str]:
         intra, inter = self.config.threads()
         lines = [
-            f"TensorFlow {self.config.version()}: CPU threads intra-op {intra or 'default (all cores)'}, "
-            f"inter-op {inter or 'default'}"
+            _("TensorFlow {version}: CPU threads intra-op {intra}, inter-op {inter}").format(
+                version=self.config.version(),
+                intra=intra or pgettext("thread count", "default (all cores)"),
+                inter=inter or pgettext("thread count", "default"),
+            )
         ]
         gpus = self.config.visible_gpus()
         if not gpus:
-            lines.append("TensorFlow uses no GPU.")
+            lines.append(_("TensorFlow uses no GPU."))
         for position, gpu in enumerate(gpus):
             growth, limit = self.config.gpu_settings(gpu)
-            cap = f"memory_limit {format_mib(limit * MiB)}" if limit else "no memory limit (takes nearly all)"
-            lines.append(f"TensorFlow GPU:{position}: {cap}, growth {'on' if _grows(growth) else 'off'}")
+            cap = f"memory_limit {format_mib(limit * MiB)}" if limit else _("no memory limit (takes nearly all)")
+            said = (
+                _("TensorFlow GPU:{position}: {cap}, growth on")
+                if _grows(growth)
+                else _("TensorFlow GPU:{position}: {cap}, growth off")
+            )
+            lines.append(said.format(position=position, cap=cap))
         return lines
 
 
 def _no_gpu(version: str, build: dict[str, Any]) -> str:
     """Why TensorFlow found no GPU, from its own build information, and what to install."""
     if not build.get("is_cuda_build") and not build.get("is_rocm_build"):
-        return (
-            f"TensorFlow {version} is a CPU-only build (tensorflow-cpu, or a platform without GPU wheels), so it "
+        return _(
+            "TensorFlow {version} is a CPU-only build (tensorflow-cpu, or a platform without GPU wheels), so it "
             "uses no GPU and the budget is not in force; for the GPU build: pip install 'tensorflow[and-cuda]'."
-        )
-    needs = ", ".join(
+        ).format(version=version)
+    needs = pgettext("list separator", ", ").join(
         f"{name} {build[key]}" for key, name in (("cuda_version", "CUDA"), ("cudnn_version", "cuDNN")) if build.get(key)
     )
-    return (
-        f"TensorFlow {version} is built for {needs or 'a GPU'} but found no GPU: those libraries are not "
-        "installed or not found (TensorFlow's log names the missing one), so the budget is not in force; "
-        "pip install 'tensorflow[and-cuda]' installs the matching ones."
-    )
+    return _(
+        "TensorFlow {version} is built for {needs} but found no GPU: those libraries are not installed or not "
+        "found (TensorFlow's log names the missing one), so the budget is not in force; pip install "
+        "'tensorflow[and-cuda]' installs the matching ones."
+    ).format(version=version, needs=needs or _("a GPU"))
 
 
 def _grows(growth: bool | None) -> bool:
