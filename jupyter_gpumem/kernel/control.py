@@ -39,6 +39,7 @@ from jupyter_gpumem.gpu.snapshot import take_snapshot
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.kernel.importhook import ImportWatch, importing
 from jupyter_gpumem.render import html, messages
+from jupyter_gpumem.words import Said
 
 
 class Controller:
@@ -172,7 +173,7 @@ class Controller:
         # Every sample goes to the matcher, before the framework starts too: what was listed then did not
         # "appear" when it started.
         matches = self.matcher.observe(snapshot, {u: a.pool for u, a in allocators.items()}, allocators.keys())
-        name, version = label(started) if started else (state.framework or "the framework", None)
+        name, version = overhead_key(started) if started else (state.framework or Said("the_framework"), None)
         if started:
             stance = pid_stance(snapshot)
             confirmed = {  # measured only where NVML lists this kernel (exact or matched), never from an estimate
@@ -254,7 +255,7 @@ class Controller:
         """The plan for ``policy`` on this snapshot, setting aside on each GPU what an earlier kernel
         measured there (same GPU model, driver and framework versions), else the estimate: the CUDA
         context once, and each framework's libraries."""
-        name, version = label(adapters)
+        name, version = overhead_key(adapters)
         library_bytes = sum(a.library_bytes for a in adapters)
 
         def overhead(device: Device) -> Overhead:
@@ -327,6 +328,14 @@ def _no_gpu(adapters: Sequence[Framework], plan: Plan) -> str | None:
     """Why the plan holds on no GPU, when none of the frameworks it is applied to uses one."""
     problems = [problem for a in adapters if (problem := a.gpu_problem(plan))]
     return " ".join(problems) if problems and len(problems) == len(adapters) else None
+
+
+def overhead_key(adapters: Sequence[Framework]) -> tuple[str, str | None]:
+    """The frameworks' names and versions as the overhead cache keys an entry: ("TensorFlow and PyTorch",
+    "2.20.0+2.13.0"), always in English (budget's ``label``, which no catalogue translates), so a kernel that changes
+    its language neither misses the entries it remembered nor writes them again under another name. Sentences name
+    the frameworks in the language in use with render's ``framework_names``."""
+    return label(adapters, "and")
 
 
 def _framework_uuids(plan: Plan | None, snapshot: Snapshot) -> list[str]:

@@ -10,8 +10,9 @@ from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.gpu.model import Device
 from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.i18n import gettext as _
-from jupyter_gpumem.render import words
+from jupyter_gpumem.render import framework_names, words
 from jupyter_gpumem.units import format_mib, format_percent
+from jupyter_gpumem.words import catalogue
 
 
 def explain(reading: Reading) -> list[str]:
@@ -22,7 +23,7 @@ def explain(reading: Reading) -> list[str]:
 
 def _explain(reading: Reading) -> list[str]:
     snapshot, state = reading.snapshot, reading.state
-    plan, framework = state.plan, state.frameworks
+    plan, framework = state.plan, framework_names(state.adapters, state.together)
     if snapshot.problem:
         return [words(snapshot.problem)]
     if plan is None or (plan.policy.is_empty and not any(g.budget_bytes for g in plan.gpus)):
@@ -72,7 +73,7 @@ def _explain(reading: Reading) -> list[str]:
         lines.extend(_explain_gpu(device, gpu, device.uuid in hidden, plan, framework, reading))
     using = [d for d in own_gpus if d.uuid not in hidden]
     if plan.policy.gpus is None and len(using) > 1:
-        placing = " or ".join(a.placing for a in state.adapters)
+        placing = catalogue()["join_or"].join(a.placing for a in state.adapters)
         lines.append(
             _(
                 "The budget applies to every GPU this kernel can see, and {framework} takes memory on each of them: "
@@ -84,7 +85,7 @@ def _explain(reading: Reading) -> list[str]:
 
 
 def _state(state: State, started: bool) -> str:
-    frameworks = state.frameworks
+    frameworks = framework_names(state.adapters, state.together)
     if state.applied and state.no_gpu:
         return _("applied to {frameworks}, but NOT in force on any GPU: {why}").format(
             frameworks=frameworks, why=words(state.no_gpu)

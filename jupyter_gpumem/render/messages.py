@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from jupyter_gpumem.budget.framework_interface import Framework, label
+from jupyter_gpumem.budget.framework_interface import Framework
 from jupyter_gpumem.budget.limits import PINNED
 from jupyter_gpumem.budget.plan import Ceiling, Plan
 from jupyter_gpumem.budget.policy import Policy
@@ -16,9 +16,9 @@ from jupyter_gpumem.gpu.model import Snapshot
 from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.i18n import pgettext
-from jupyter_gpumem.render import words
+from jupyter_gpumem.render import framework_names, list_of, words
 from jupyter_gpumem.units import format_mib, format_percent
-from jupyter_gpumem.words import Said, word
+from jupyter_gpumem.words import Said, catalogue, word
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -96,7 +96,7 @@ def recorded(state: State, source: str, installed: bool) -> list[str]:
         when = _(
             "None of {frameworks} is imported yet; the settings apply to whichever is imported, the moment its "
             "import completes ({imports})."
-        ).format(frameworks=label(adapters)[0], imports=state.imports)
+        ).format(frameworks=framework_names(adapters), imports=state.imports)
     elif installed:
         when = _("{framework} is not imported yet; the settings apply the moment `import {module}` completes.").format(
             framework=adapters[0].name, module=adapters[0].module
@@ -130,7 +130,7 @@ def applied(state: State, share: Plan, notes: list[str]) -> list[str]:
     assert plan is not None
     lines = [
         _("jupyter-gpumem: applied {policy} to {frameworks}.").format(
-            policy=plan.policy.describe(), frameworks=state.frameworks
+            policy=plan.policy.describe(), frameworks=framework_names(state.adapters, state.together)
         ),
         *plan_lines(plan),
     ]
@@ -146,7 +146,7 @@ def applied(state: State, share: Plan, notes: list[str]) -> list[str]:
                 "{frameworks} are all imported in this kernel, so the policy applies to each, and they share each "
                 "GPU's allocator limit equally."
             )
-        lines.append("  " + said.format(frameworks=state.frameworks, limits=", ".join(limits)))
+        lines.append("  " + said.format(frameworks=framework_names(state.adapters), limits=list_of(limits)))
     return [*lines, *notes, *not_in_force(state)]
 
 
@@ -160,7 +160,7 @@ def applied_too(adapter: Framework, earlier: State, state: State, notes: list[st
         ).format(
             policy=state.policy.describe(),
             framework=adapter.name,
-            earlier=earlier.frameworks,
+            earlier=framework_names(earlier.adapters, earlier.together),
             times=len(state.adapters),
         ),
         *notes,
@@ -174,10 +174,10 @@ def not_in_force(state: State) -> list[str]:
 
 
 def too_late(adapters: Sequence[Framework], policy: Policy, reasons: list[str]) -> list[str]:
-    name = label(adapters)[0]
+    name = framework_names(adapters)
     return [
         _("Too late: {reasons}, so {policy} cannot take effect. Nothing was changed.").format(
-            reasons="; ".join(words(r) for r in reasons), policy=policy.describe()
+            reasons=catalogue()["join_semicolon"].join(words(r) for r in reasons), policy=policy.describe()
         ),
         *(
             "  " + _("In force: {setting}").format(setting=line)
@@ -201,7 +201,7 @@ def cannot_reset(state: State) -> list[str]:
         _(
             "The policy {policy} is already applied to {frameworks}, which keeps it until the kernel restarts. "
             "Nothing was changed."
-        ).format(policy=state.policy.describe(), frameworks=state.frameworks)
+        ).format(policy=state.policy.describe(), frameworks=framework_names(state.adapters, state.together))
     ]
 
 
@@ -247,7 +247,7 @@ def policy_state(state: State, started: bool) -> str | None:
 def status(state: State, reading: Reading | None = None) -> list[str]:
     """The policy part of `%gpumem status`; with a reading, how this kernel's memory splits against it now."""
     now = now_lines(reading) if reading else []
-    policy, frameworks = state.policy.describe(), state.frameworks
+    policy, frameworks = state.policy.describe(), framework_names(state.adapters, state.together)
     if state.applied and state.no_gpu:
         threads = state.policy.intra_threads is not None or state.policy.inter_threads is not None
         if threads:

@@ -15,6 +15,7 @@ import pytest
 from controller_fixtures import GPU_A, GPU_B, OWN, Framework, Machine, a100, make
 from traitlets.config import Config, Configurable
 
+from jupyter_gpumem import i18n
 from jupyter_gpumem.budget.environ import EnvironmentChanges
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.overhead import Overhead
@@ -651,3 +652,35 @@ def test_in_a_container_a_gpu_without_a_uuid_still_gets_an_estimate_from_the_fra
     own = make(machine, tf).read(machine()).own(device)
     assert (own.source, own.bytes) == ("estimated", 2 * GiB + 350 * MiB)  # the pool and the CUDA context
     assert "TensorFlow's pool 2048 MiB + 350 MiB outside it (estimated: TensorFlow on Ampere" in own.reason
+
+
+@pytest.fixture
+def language():
+    """Leaves the process in its environment's language, whatever a test chose."""
+    yield
+    i18n.use_language(None)
+
+
+def test_the_overhead_cache_is_found_and_written_under_one_key_whatever_language_the_kernel_speaks(make, language):
+    machine = Machine(a100(0, GPU_A, own_mib=3000))
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    tf.is_imported = torch.is_imported = True
+    control = make(machine, tf, torch)
+    key = "NVIDIA A100-SXM4-40GB | driver 550.54.15 | TensorFlow and PyTorch 1.0+1.0"
+    control.calibration.path.write_text(json.dumps({"format": 1, "overhead_bytes": {key: 777 * MiB}}))
+    i18n.use_language("ja-JP")
+    lines = control.request(parse(["fraction=0.5"]))
+    assert lines[0].startswith("jupyter-gpumem: fraction=0.5 を TensorFlow と PyTorch に適用しました")
+    (gpu,) = control.state.plan.gpus
+    assert (gpu.overhead.source, gpu.overhead.bytes) == ("remembered", 777 * MiB)
+    for tag in ("zh-CN", "en", "ja-JP"):
+        i18n.use_language(tag)
+        overhead = control.read(machine()).breakdowns[GPU_A].overhead
+        assert (tag, overhead.source, overhead.bytes) == (tag, "remembered", 777 * MiB)
+    # Started in Chinese, the kernel measures more than was remembered: the one English key grows, no other appears.
+    i18n.use_language("zh-CN")
+    tf.started = torch.started = True
+    tf.pools = (Allocator(GiB, GiB, 2 * GiB),)
+    control.read(machine())
+    remembered = json.loads(control.calibration.path.read_text())["overhead_bytes"]
+    assert remembered == {key: 3000 * MiB - 2 * GiB}
