@@ -121,6 +121,11 @@ def lab(message: str, *values: str) -> str:
     return re.sub(r"%(\d+)", lambda m: values[int(m.group(1)) - 1], _(message))
 
 
+def lab_p(context: str, message: str, *values: str) -> str:
+    """A sidebar message in a context (``trans._p``), filled as ``lab`` fills one."""
+    return re.sub(r"%(\d+)", lambda m: values[int(m.group(1)) - 1], pgettext(context, message))
+
+
 def lab_n(singular: str, plural: str, count: int) -> str:
     return lab(ngettext(singular, plural, count), str(count))
 
@@ -250,7 +255,7 @@ def others_note(gpu: SampleGpu) -> str | None:
         )
         for u in others.users
     ]
-    return f"{line} ({'; '.join(each)})"
+    return lab_p("other users, each", "%1 (%2)", line, pgettext("list separator", "; ").join(each))
 
 
 def process_cells(p: Mapping[str, Any]) -> dict[str, str]:

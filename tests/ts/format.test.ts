@@ -552,11 +552,12 @@ test('a count is one plural message, a code is worded in its own context, a char
   // One `_n` per count, never two `__` chosen in the code (a language with other plural rules is right).
   assert.equal(
     othersNote(gpu0, t),
-    '⟦other users: ⟦n|1 process⟧, 5.8 GiB⟧ (⟦bob: ⟦n|1 process⟧, 5.8 GiB⟧)'
+    '⟦other users, each|⟦other users: ⟦n|1 process⟧, 5.8 GiB⟧ (⟦bob: ⟦n|1 process⟧, 5.8 GiB⟧)⟧'
   );
+  // The brackets and the separator between users are words of their own too (Japanese （…／…）).
   assert.match(
     othersNote(gpu1, t)!,
-    /^⟦other users: ⟦n\|2 processes⟧, ⟦N\/A⟧⟧/
+    /^⟦other users, each\|⟦other users: ⟦n\|2 processes⟧, ⟦N\/A⟧⟧ \(.*⟧⟦list separator\|; ⟧⟦mallory/
   );
   assert.deepEqual(asked.counts, [1, 1, 2, 1, 1]);
   // The chart's line names have their own context: a legend 250 px wide may want shorter words.

@@ -112,7 +112,13 @@ export function othersNote(
       formatBytes(u.usedBytes, trans)
     )
   );
-  return `${line} (${each.join('; ')})`;
+  // The brackets and the separator are words too: Japanese and Chinese write （…；…）.
+  return trans._p(
+    'other users, each',
+    '%1 (%2)',
+    line,
+    each.join(trans._p('list separator', '; '))
+  );
 }
 
 /** What the process table says instead of (or before) its rows; null: just the rows. */
