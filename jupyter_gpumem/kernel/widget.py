@@ -14,6 +14,11 @@ static route, else from the kernel, which sends static/inline.bundle.js over the
 So a notebook with views, saved with its widget state, holds no copy of the module (docs/sidebar.md, "The
 inline view's code").
 
+Its words: where the page has no JupyterLab translator (the module from the route or the kernel), the module asks
+for the catalogue of the kernel's language (``catalogue``), the one JupyterLab would serve for it; the kernel
+answers with it, or with none where it words in English. A message rather than a trait, for the same reason: the
+widget state holds no copy of it (docs/i18n-plumbing.md).
+
 Threads (docs/architecture.md): the widget is created, displayed and closed on the main thread; the
 kernel's one sampler thread (stream.py) hands each sample to every open view, which sends it on its comm:
 ipykernel lets a thread send on a comm, and the sampler does not wait for the busy main thread, so the
@@ -27,6 +32,7 @@ output by its last snapshot, so a notebook saved afterwards keeps the picture.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -38,6 +44,7 @@ from typing import Protocol
 import anywidget
 from IPython.display import DisplayHandle, display
 
+from jupyter_gpumem import i18n
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.kernel import protocol
 from jupyter_gpumem.render import figure, html, still, viewtext
@@ -60,6 +67,23 @@ def _static(name: str, missing: str) -> str:
 def _module() -> list[bytes]:
     """The view's module in one file and its styles, for a loader that found them nowhere else."""
     return [(STATIC / "inline.bundle.js").read_bytes(), (STATIC / "base.css").read_bytes()]
+
+
+def catalogue_message() -> dict[str, object]:
+    """The answer to ``catalogue``: the kernel's language (``i18n.language()``) and its catalogue as JupyterLab
+    serves it (locale/<ll_CC>/LC_MESSAGES/jupyter_gpumem.json, jed-like JSON), for a view without JupyterLab's
+    translator; ``data`` None (the view's own English) where the kernel words in English or that file is missing
+    or unreadable (an install that did not build it)."""
+    language = i18n.language()
+    if language == i18n.ENGLISH:
+        return {"type": "catalogue", "language": i18n.ENGLISH, "data": None}
+    path = i18n.LOCALE_DIR / language / "LC_MESSAGES" / f"{i18n.DOMAIN}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        log.info("jupyter-gpumem: the inline view words in English: no %s catalogue to send it (%s)", language, error)
+        return {"type": "catalogue", "language": i18n.ENGLISH, "data": None}
+    return {"type": "catalogue", "language": language, "data": data}
 
 
 class Replay(Protocol):
@@ -103,12 +127,15 @@ class GpuMemView(anywidget.AnyWidget):
     # -- the browser's requests (the main thread) -------------------------------------------------------
 
     def _on_msg(self, widget: object, content: object, buffers: object) -> None:
-        """``module``: the loader found the module nowhere in the page or on the server; ``replay``: the module
-        (just loaded, or loaded again) asks for the history; ``stop``: its Stop button. Anything else is
-        ignored: this comm is ours, and the module sends nothing else."""
+        """``module``: the loader found the module nowhere in the page or on the server; ``catalogue``: the
+        module has no JupyterLab translator and asks for the kernel's words; ``replay``: the module (just loaded,
+        or loaded again) asks for the history; ``stop``: its Stop button. Anything else is ignored: this comm is
+        ours, and the module sends nothing else."""
         kind = content.get("type") if isinstance(content, dict) else None
         if kind == "module" and not self._closed:
             self.send({"type": "module"}, buffers=_module())
+        elif kind == "catalogue" and not self._closed:
+            self.send(catalogue_message())
         elif kind == "replay" and not self._closed:
             replay = self._replay
             self.send(protocol.hello(replay.interval_s, replay.history_s, replay.history()))

@@ -16,13 +16,14 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, SCENARIOS, Kernel
 
-from jupyter_gpumem import standin
+from jupyter_gpumem import i18n, standin
 from jupyter_gpumem.kernel.widget import STATIC, header_html, table_html
 from jupyter_gpumem.render import viewtext
 from jupyter_gpumem.units import GiB, MiB
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PLOTLY = "application/vnd.plotly.v1+json"
+LOCALE = i18n.LOCALE_DIR
 VIEWS = "jupyter_gpumem.kernel.runtime.runtime().stream.views"  # in a kernel: its open inline views
 
 
@@ -213,6 +214,54 @@ def test_gpumem_show_displays_the_live_view_with_a_still_picture_beside_it(kerne
     widgets.ask(view, "not an object")
     drain(kernel, 1.5)
     assert view not in widgets.closed() and kernel.run("print(1)").stdout == "1\n"
+
+
+def catalogue_reply(kernel: Kernel) -> tuple[Widgets, str, dict[str, Any]]:
+    """Show a view in ``kernel`` and ask for its words, as the module does where the page has no JupyterLab
+    translator: the kernel's answer."""
+    reply = kernel.run("%gpumem show")
+    assert reply.status == "ok", reply.error
+    widgets = Widgets(kernel)
+    view = widgets.views()[-1]  # the one just shown
+    widgets.ask(view, {"type": "catalogue"})
+    drain(kernel, 1.5)
+    [answer] = [m for m in widgets.messages(view) if m["type"] == "catalogue"]
+    return widgets, view, answer
+
+
+@pytest.mark.kernel
+def test_a_japanese_kernel_sends_a_view_without_a_lab_translator_its_catalogue_and_never_in_the_state(kernel_with):
+    kernel = budget_kernel(kernel_with, LANGUAGE="ja_JP")
+    widgets, view, answer = catalogue_reply(kernel)
+    built = LOCALE / "ja_JP" / "LC_MESSAGES" / "jupyter_gpumem.json"
+    # The catalogue JupyterLab would serve for Japanese, as it is built: the module words from it as the lab does.
+    assert answer == {"type": "catalogue", "language": "ja_JP", "data": json.loads(built.read_text())}
+    assert answer["data"]["Stop"] == [i18n.translation("ja_JP").gettext("Stop")] != ["Stop"]
+    # Sent on request to the view that asked, never a trait: the notebook's saved widget state holds no copy.
+    state = widgets.opened()[view]
+    assert "Stop" not in json.dumps(state) and len(json.dumps(state)) < 4096
+    assert kernel.run("%gpumem show").status == "ok"
+    assert [m for m in widgets.messages(widgets.views()[-1]) if m["type"] == "catalogue"] == []  # not asked: none
+    # An install with the kernel's catalogue but not the lab's (the .mo without the .json): English, no error.
+    mo_only = kernel.scenario.parent / "mo-only"
+    (mo_only / "ja_JP" / "LC_MESSAGES").mkdir(parents=True)
+    (mo_only / "ja_JP" / "LC_MESSAGES" / "jupyter_gpumem.mo").write_bytes(built.with_suffix(".mo").read_bytes())
+    moved = kernel.run(
+        f"import jupyter_gpumem.i18n as i; from pathlib import Path; i.LOCALE_DIR = Path({str(mo_only)!r})\n"
+        "i.use_language('ja-JP'); print(i.language())"
+    )
+    assert moved.stdout == "ja_JP\n", moved.error
+    _, _, answer = catalogue_reply(kernel)
+    assert answer == {"type": "catalogue", "language": "en", "data": None}
+    assert kernel.run("print(1)").stdout == "1\n"
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("language", ["en_US", "de_DE", "zh_TW"])
+def test_a_kernel_in_english_or_a_language_without_a_catalogue_sends_no_catalogue(kernel_with, language):
+    kernel = budget_kernel(kernel_with, LANGUAGE=language)
+    _, _, answer = catalogue_reply(kernel)
+    assert answer == {"type": "catalogue", "language": "en", "data": None}
 
 
 @pytest.mark.kernel

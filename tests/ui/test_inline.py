@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 
 import pytest
 from labserver import ARTIFACTS, SCENARIOS, Lab, open_notebook, run_cell, running_lab
 from playwright.sync_api import Page, expect
+from test_language import SHOWN
+
+from jupyter_gpumem import i18n
 
 pytestmark = pytest.mark.browser
 
@@ -184,6 +188,57 @@ def test_inline_view_with_only_the_kernel_says_what_its_code_costs(page: Page, k
     expect(page.locator(".jp-GpuMem-source")).to_have_text(
         re.compile(r"^view code from the kernel: 1\.\d MB a page \(no jupyter-gpumem server extension here\)$")
     )
+
+
+def japanese_kernel(lab: Lab) -> str:
+    """A kernelspec of this lab's whose kernel runs in Japanese (LANGUAGE=ja_JP), as a Japanese hub image's would."""
+    folder = lab.root.parent / "share" / "kernels" / "python3-ja"  # JUPYTER_PATH: read at each kernel start
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (ja_JP)",
+        "language": "python",
+        "env": {"LANGUAGE": "ja_JP"},
+    }
+    (folder / "kernel.json").write_text(json.dumps(spec))
+    return "python3-ja"
+
+
+@pytest.mark.parametrize("where", ["bare_lab", "kernel_only_lab"])
+def test_without_the_labs_translator_a_japanese_kernels_view_words_in_japanese(
+    page: Page, where: str, request: pytest.FixtureRequest
+) -> None:
+    """Where the page has no JupyterLab translator for the view (the module from the server's route, or from the
+    kernel as in VS Code or Colab), the view asks the kernel for its language's catalogue and words from it."""
+    lab: Lab = request.getfixturevalue(where)
+    lab.set_scenario((SCENARIOS / "sidebar.scenario").read_text())
+    ja = i18n.translation("ja_JP")
+    open_notebook(page, lab, f"ja-{where}.ipynb", [BUDGET, "%gpumem show"], kernel=japanese_kernel(lab))
+    run_cell(page, 0)
+    run_cell(page, 1)
+    view = page.locator(".jp-GpuMem-inline").first
+    expect(view.locator(".jp-GpuMem-headline")).to_have_text(SHOWN["ja_JP"]["headline"])
+    expect(view.locator("tr.jp-GpuMem-self .jp-GpuMem-badge")).to_have_text(SHOWN["ja_JP"]["badge"])
+    expect(view.get_by_role("button", name=ja.gettext("Stop"))).to_have_count(1)
+    live = ja.gettext("live · %1 · every %2").replace("%1", r"\d\d:\d\d:\d\d").replace("%2", "1 s")
+    expect(view.locator(".jp-GpuMem-live")).to_have_text(re.compile(f"^{live}$"))
+    expect(view.locator(".jp-GpuMem-legendItem").first).to_have_text(ja.pgettext("chart", "this kernel"))
+    assert page.evaluate("() => document.documentElement.lang") in ("en", "en-US", "")  # the page itself: English
+    if where == "kernel_only_lab":
+        cost = ja.gettext("view code from the kernel: %1 a page (no jupyter-gpumem server extension here)")
+        assert cost != "view code from the kernel: %1 a page (no jupyter-gpumem server extension here)"
+        expect(view.locator(".jp-GpuMem-source")).to_have_text(re.compile("^" + re.escape(cost).replace("%1", ".+")))
+
+
+def test_with_the_labs_translator_the_interfaces_language_wins_over_the_kernels(page: Page, lab: Lab) -> None:
+    """JupyterLab in English, its kernel in Japanese: the view is worded by the lab's translator, in English."""
+    lab.set_scenario((SCENARIOS / "sidebar.scenario").read_text())
+    open_notebook(page, lab, "ja-kernel-en-lab.ipynb", [BUDGET, "%gpumem show"], kernel=japanese_kernel(lab))
+    run_cell(page, 0)
+    run_cell(page, 1)
+    view = page.locator(".jp-GpuMem-inline").first
+    expect(view.locator(".jp-GpuMem-headline")).to_have_text("3.1 of 20.0 GiB budget (15%, not in force)")
+    expect(view.get_by_role("button", name="Stop")).to_have_count(1)
 
 
 def test_rich_status_is_a_table_with_this_kernel_marked_and_the_hostile_name_as_text(page: Page, lab: Lab) -> None:

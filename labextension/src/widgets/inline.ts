@@ -9,6 +9,14 @@
  * `sample` per interval from its sampler thread and a `hello` (settings and history) when this
  * module asks for it with `replay`; `stop` asks the kernel to close the view. Every message is
  * checked as the sidebar checks it (protocol.ts `receive`).
+ *
+ * Its words: from the labextension, the lab's bundle of the `jupyter_gpumem` domain (the interface's language).
+ * Anywhere else (the server's route, the kernel: VS Code, Colab, Notebook 7 without the labextension) there is
+ * no lab translator, so the module asks the kernel, once per model, for the catalogue of the kernel's language
+ * (`catalogue`, answered by jupyter_gpumem/kernel/widget.py): a message, not a widget trait, so that no
+ * notebook saved with its widget state holds a copy of it. The view shows in English until the answer comes,
+ * then again in those words; English stays where the kernel words in English, has no catalogue, or never
+ * answers (a saved notebook opened without its kernel).
  */
 
 import { setLine } from './dom';
@@ -27,7 +35,7 @@ import {
   DEFAULT_INTERVAL_S,
   receive
 } from '../wire/protocol';
-import type { Trans } from '../format/trans';
+import { Trans, catalogueTrans, nullTrans } from '../format/trans';
 import type { Sample } from '../wire/types';
 import type { ISource } from './loader';
 import { MemoryView, chooseIn } from './view';
@@ -48,22 +56,6 @@ const WINDOW = '_window';
 const SAVED_POINTS = 100;
 /** How often the saved picture is brought up to date (ms): a save finds it at most this old. */
 const SAVE_EVERY_MS = 5000;
-
-/** JupyterLab's nullTranslator (Gettext.strfmt): %1 … %n filled in, the text as it is (English), n as
- * `_n`'s %1. Where the module is loaded from the server's route or the kernel there is no lab translator
- * (docs/i18n-plumbing.md, open points); from the labextension, index.ts passes the lab's bundle. */
-const strfmt = (message: string, ...args: unknown[]): string =>
-  message
-    .replace(/%%/g, '%% ')
-    .replace(/%(\d+)/g, (_, n) => String(args[Number(n) - 1]))
-    .replace(/%% /g, '%');
-const nullTrans: Trans = {
-  __: strfmt,
-  _n: (singular: string, plural: string, n: number, ...args: unknown[]) =>
-    strfmt(n === 1 ? singular : plural, n, ...args),
-  _p: (_context: string, message: string, ...args: unknown[]) =>
-    strfmt(message, ...args)
-};
 
 interface ISaved {
   /** The last sample message as the kernel sent it, read back by `receive`. */
@@ -90,13 +82,31 @@ class Stream {
   /** Samples that came before the kernel answered `replay` (it answers once its cell is done): they go
    * after the history it replays. Null once it has. */
   private _early: Sample[] | null = [];
+  /** The words of the kernel's catalogue, once it sent one (only asked for where the page has no lab
+   * translator); null before, and where the kernel words in English or its answer is no catalogue. */
+  trans: Trans | null = null;
   private _listeners = new Set<() => void>();
+  private _worded = new Set<() => void>();
   private _savedAt = -Infinity;
 
-  constructor(private readonly _model: IModel) {
+  /** `askWords`: the page has no lab translator; the kernel's catalogue is asked for before the history, so
+   * that the view is worded again before it has figures to draw. */
+  constructor(
+    private readonly _model: IModel,
+    askWords: boolean
+  ) {
     _model.on('msg:custom', this._receive);
     this._restore(_model.get(WINDOW));
+    if (askWords) {
+      _model.send({ type: 'catalogue' });
+    }
     _model.send({ type: 'replay' });
+  }
+
+  /** `callback` once the kernel's catalogue came (`trans` set). */
+  onWords(callback: () => void): () => void {
+    this._worded.add(callback);
+    return () => this._worded.delete(callback);
   }
 
   listen(callback: () => void): () => void {
@@ -144,6 +154,14 @@ class Stream {
   }
 
   private _receive = (content: unknown): void => {
+    // Not a protocol message: the kernel's catalogue, for this module alone (no receive, no warning).
+    if ((content as { type?: unknown } | null)?.type === 'catalogue') {
+      this.trans = catalogueTrans((content as { data?: unknown }).data);
+      if (this.trans) {
+        this._worded.forEach(callback => callback());
+      }
+      return;
+    }
     const message = receive(content);
     if (message === null) {
       return;
@@ -170,10 +188,10 @@ class Stream {
 
 const streams = new WeakMap<IModel, Stream>();
 
-function streamOf(model: IModel): Stream {
+function streamOf(model: IModel, askWords: boolean): Stream {
   let stream = streams.get(model);
   if (!stream) {
-    stream = new Stream(model);
+    stream = new Stream(model, askWords);
     streams.set(model, stream);
   }
   return stream;
@@ -193,7 +211,7 @@ function render({
   model,
   el,
   source,
-  trans = nullTrans
+  trans
 }: {
   model: IModel;
   el: HTMLElement;
@@ -201,7 +219,28 @@ function render({
   /** The lab's bundle of the `jupyter_gpumem` domain, where the labextension gave the module. */
   trans?: Trans;
 }): () => void {
-  const stream = streamOf(model);
+  if (trans) {
+    return mount(streamOf(model, false), el, source, trans);
+  }
+  const stream = streamOf(model, true);
+  let unmount = mount(stream, el, source, stream.trans ?? nullTrans);
+  const unlisten = stream.onWords(() => {
+    unmount();
+    unmount = mount(stream, el, source, stream.trans!);
+  });
+  return () => {
+    unlisten();
+    unmount();
+  };
+}
+
+/** The view in `el`, worded by `trans`; the function returned takes it out again. */
+function mount(
+  stream: Stream,
+  el: HTMLElement,
+  source: ISource | undefined,
+  trans: Trans
+): () => void {
   const root = document.createElement('div');
   root.className = 'jp-GpuMem jp-GpuMem-inline';
   el.appendChild(root);
@@ -331,6 +370,7 @@ function render({
       cancelAnimationFrame(frame);
     }
     view.dispose();
+    root.remove();
   };
 }
 

@@ -1,0 +1,103 @@
+// The inline view's words where the page has no JupyterLab translator (VS Code, Colab, Notebook 7 without the
+// labextension): the kernel sends the catalogue JupyterLab would serve, and the view words from it as JupyterLab's
+// own Gettext does with it; anything that is not such a catalogue words in English, without an error.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { catalogueTrans, nullTrans } from '../../labextension/src/format/trans';
+import { bundle, catalogue } from './fixtures';
+
+for (const locale of ['ja_JP', 'zh_CN']) {
+  test(`every message of the ${locale} catalogue is worded as JupyterLab's Gettext words it`, () => {
+    const data = catalogue(locale);
+    const ours = catalogueTrans(data)!;
+    const lab = bundle(locale);
+    assert.ok(ours);
+    let translated = 0;
+    const args = ['A', 'B', 'C', 'D', 'E'];
+    for (const [key, value] of Object.entries(data)) {
+      if (key === '') {
+        continue;
+      }
+      const [context, message] = key.includes('\u0004')
+        ? key.split('\u0004')
+        : [null, key];
+      const plural = `${message} (plural)`;
+      const word = (trans: typeof ours, n: number) =>
+        context !== null
+          ? trans._p(context, message, ...args)
+          : (value as unknown[]).length > 1
+            ? trans._n(message, plural, n, ...args)
+            : trans.__(message, ...args);
+      for (const n of [1, 3]) {
+        assert.equal(word(ours, n), word(lab, n), key);
+      }
+      translated += Number(word(ours, 3) !== word(nullTrans, 3));
+    }
+    assert.ok(
+      translated > 100,
+      'the catalogue is translated: the test compares words, not English with English'
+    );
+    // What the catalogue lacks is English, as in JupyterLab.
+    assert.equal(ours.__('not a message %1', 7), 'not a message 7');
+    assert.equal(ours._n('%1 cat', '%1 cats', 2), '2 cats');
+    assert.equal(ours._p('no such context', 'Stop'), 'Stop');
+  });
+}
+
+test("the inline view's own words come out of the Japanese catalogue", () => {
+  const ja = catalogueTrans(catalogue('ja_JP'))!;
+  const lab = bundle('ja_JP');
+  assert.equal(ja.__('Stop'), lab.__('Stop'));
+  assert.notEqual(ja.__('Stop'), 'Stop');
+  const processes = ja._n('%1 process', '%1 processes', 3);
+  assert.equal(processes, lab._n('%1 process', '%1 processes', 3));
+  assert.ok(processes.includes('3') && processes !== '3 processes');
+});
+
+test('anything that is not a catalogue of this domain is no bundle, and a bad entry is English', () => {
+  const header = {
+    domain: 'jupyter_gpumem',
+    language: 'ja-JP',
+    plural_forms: 'nplurals=1; plural=0;'
+  };
+  for (const bad of [
+    null,
+    undefined,
+    'ja_JP',
+    42,
+    [],
+    ['Stop'],
+    {},
+    { Stop: ['停止'] }, // no header
+    { '': 'jupyter_gpumem', Stop: ['停止'] },
+    { '': { ...header, domain: 'jupyterlab' }, Stop: ['停止'] }
+  ]) {
+    assert.equal(catalogueTrans(bad), null, JSON.stringify(bad));
+  }
+  const odd = catalogueTrans({
+    '': header,
+    Stop: '停止', // not a list
+    'Collecting…': [''], // empty: untranslated
+    'GPU to show': [7],
+    '%1 process': ['%1 個のプロセス'], // a plural with one form: Gettext ignores it
+    Live: ['ライブ', 'extra'] // a message with two forms: Gettext ignores it
+  })!;
+  for (const message of ['Stop', 'Collecting…', 'GPU to show', 'Live']) {
+    assert.equal(odd.__(message), nullTrans.__(message));
+  }
+  assert.equal(odd._n('%1 process', '%1 processes', 3), '3 processes');
+  assert.equal(odd.__('constructor'), 'constructor'); // an Object property is no translation
+  // A plural rule the table does not know: its plurals in English, its other words translated.
+  const polish = catalogueTrans({
+    '': {
+      ...header,
+      plural_forms:
+        'nplurals=3; plural=(n==1 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || n%100>=20) ? 1 : 2);'
+    },
+    Stop: ['Zatrzymaj'],
+    '%1 process': ['%1 proces', '%1 procesy', '%1 procesów']
+  })!;
+  assert.equal(polish.__('Stop'), 'Zatrzymaj');
+  assert.equal(polish._n('%1 process', '%1 processes', 5), '5 processes');
+});
