@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.i18n import ngettext
+from jupyter_gpumem.render.width import columns, cut, left, right
 from jupyter_gpumem.units import format_duration, format_gib_or_mib, format_tenth
 from jupyter_gpumem.wire.comm import Cell as CellSpan
 
@@ -65,7 +66,7 @@ def first_line(source: str) -> str:
 
 
 def short(line: str, chars: int = LINE_CHARS) -> str:
-    return line if len(line) <= chars else line[: chars - 1] + "…"
+    return line if columns(line) <= chars else cut(line, chars - 1) + "…"
 
 
 def label(cell: Cell) -> str:
@@ -160,11 +161,11 @@ def text(found: list[Table], interval_s: float, hidden: int) -> str:
         return empty()
     out = [_("jupyter-gpumem: GPU memory per cell, oldest first.")]
     for table in found:
-        widths = [max(len(r[i]) for r in (table.columns, *table.rows)) for i in range(len(table.columns))]
+        widths = [max(columns(r[i]) for r in (table.columns, *table.rows)) for i in range(len(table.columns))]
         out.append("")
         out.append(table.title)
         for row in (table.columns, *table.rows):
-            cells = [v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths, strict=True))]
+            cells = [left(v, w) if i < 2 else right(v, w) for i, (v, w) in enumerate(zip(row, widths, strict=True))]
             out.append("  ".join(cells).rstrip())
     out.append("")
     out.extend(footer(found, interval_s, hidden))

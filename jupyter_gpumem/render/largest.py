@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from jupyter_gpumem.i18n import pgettext
 from jupyter_gpumem.render.html import render
+from jupyter_gpumem.render.width import columns, left, right
 
 
 @dataclass(frozen=True)
@@ -23,12 +24,14 @@ def text(view: View) -> str:
     lines = [view.headline]
     if view.measured:
         batch, peak = pgettext("largest_batch table", "batch"), pgettext("largest_batch table", "peak")
-        lines.append(f"  {batch:>7}  {peak:>10}")
-        lines.extend(f"  {n:>7}  {mib:>10}" + (f"  ({small})" if small else "") for n, mib, small in view.measured)
+        lines.append(f"  {right(batch, 7)}  {right(peak, 10)}")
+        lines.extend(
+            f"  {right(n, 7)}  {right(mib, 10)}" + (f"  ({small})" if small else "") for n, mib, small in view.measured
+        )
     if view.counted:
         lines.append(f"  {view.counted}")
-    width = max((len(label) for label, _ in view.facts), default=0)
-    lines.extend(f"  {label + ':':<{width + 1}} {value}" for label, value in view.facts)
+    width = max((columns(label) for label, _ in view.facts), default=0)
+    lines.extend(f"  {left(label + ':', width + 1)} {value}" for label, value in view.facts)
     lines.extend(f"  {note}" for note in view.notes)
     return "\n".join(lines)
 

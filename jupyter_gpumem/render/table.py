@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from jupyter_gpumem.gpu.model import GpuProcess
 from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.render.width import cut, left, right
 from jupyter_gpumem.units import format_mib, format_tenth
 
 NA = "N/A"
@@ -118,7 +119,11 @@ def text_lines(rows: list[Row], shown: Callable[[str], str]) -> list[str]:
 
     def line(cells: list[str]) -> str:
         fitted = [
-            cell if not c.width else f"{cell[: c.width]:>{c.width}}" if c.numeric else f"{cell[: c.width]:<{c.width}}"
+            cell
+            if not c.width
+            else right(cut(cell, c.width), c.width)
+            if c.numeric
+            else left(cut(cell, c.width), c.width)
             for c, cell in zip(shown_columns, cells, strict=True)
         ]
         return "  ".join(fitted)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from jupyter_gpumem.render import html
+from collections.abc import Iterator
+
+import pytest
+
+from jupyter_gpumem import i18n
+from jupyter_gpumem.render import html, width
 from jupyter_gpumem.render.cells import Cell, culprit, tables
 from jupyter_gpumem.units import MiB
 
@@ -19,6 +24,13 @@ def cell(count: int, line: str, before: int | None, peak: int | None, after: int
         peak={GPU: peak} if peak is not None else {},
         held_after={GPU: after},
     )
+
+
+@pytest.fixture
+def language() -> Iterator[None]:
+    """Leaves the process in its environment's language, whatever a test chose."""
+    yield
+    i18n.use_language(None)
 
 
 CELLS = [
@@ -52,3 +64,15 @@ def test_the_text_table_lines_its_figures_up_and_says_what_it_leaves_out():
         "[2]   model = build()  0.5 s  3.2 GiB     3.1 GiB  +2.8 GiB",
     ]
     assert "5 earlier cells are not shown (%gpumem cells 8 shows them)." in text
+
+
+def test_a_japanese_table_lines_up_by_the_columns_its_characters_take_not_by_their_count(language):
+    i18n.use_language("ja-JP")
+    found = tables([*CELLS[:1], cell(2, "モデル = 作る()", 300 * MiB, 3300 * MiB, 3200 * MiB)], [(GPU, "GPU 0")], [])
+    head, first, second = html.cells(found, 1.0, 0).text.splitlines()[3:6]
+    assert head.startswith("セル  先頭行  ")  # the titles are Japanese: two columns a character
+    assert second.startswith("[2]   モデル = 作る()  ")
+    # Every column ends where the one above it ends on the screen: the right-aligned figures close each line.
+    assert {width.columns(line) for line in (head, first, second)} == {width.columns(head)}
+    assert len(head) != len(first)  # by characters they differ, so padding by len() would not line them up
+    assert first.index("0.5 s") + 5 == width.columns(second[: second.index("0.5 s") + 5])
