@@ -20,13 +20,17 @@ from html import escape
 from typing import Any
 
 from jupyter_gpumem.i18n import gettext as _
-from jupyter_gpumem.render import viewtext
+from jupyter_gpumem.render import list_of, viewtext
 from jupyter_gpumem.render.figure import MUTED, TRACES, Plot, Trace, plot
+from jupyter_gpumem.render.width import columns
 
 WIDTH, HEIGHT = 720, 236
 LEFT, RIGHT, TOP, BOTTOM = 40, 10, 18, 48  # the plot's margins: y labels, the time axis and the legend below
 GRID = "rgba(128,128,128,0.25)"
 DASHES = {"solid": None, "dot": "2 3", "dash": "6 4"}
+# The legend's 11 px text: about 7 px a Latin letter, and a CJK character (two columns, render/width.py) about
+# the font's size, which two columns' 14 px cover.
+COLUMN_PX = 7
 TIME_STEPS_S = (10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 
 
@@ -42,11 +46,13 @@ def draw(drawn: Plot) -> str | None:
     unit, size = drawn.unit
     shown = drawn.shown()
     scale = _Scale(drawn)
-    names = ", ".join(drawn.labels[trace.key] for trace in shown)
+    names = list_of([drawn.labels[trace.key] for trace in shown])
+    # Outside the f-string: babel's extractor does not look inside one, so the message would stay English.
+    label = _("GPU memory over time ({unit}): {names}").format(unit=unit, names=names)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" '
         f'style="max-width:{WIDTH}px;height:auto;display:block" role="img" font-size="11" fill="{MUTED}" '
-        f'aria-label="{escape(_("GPU memory over time ({unit}): {names}").format(unit=unit, names=names))}">'
+        f'aria-label="{escape(label)}">'
     ]
     parts += _axes(scale, drawn.top / size, unit)
     parts += _cells(scale, drawn)
@@ -178,5 +184,5 @@ def _legend(shown: list[Trace], labels: Mapping[str, str]) -> list[str]:
             + (f' stroke-dasharray="{dash}"' if dash else "")
             + f'/><text x="{x + 27}" y="{y}">{label}</text>'
         )
-        x += 27 + 7 * len(labels[trace.key]) + 18
+        x += 27 + COLUMN_PX * columns(labels[trace.key]) + 18
     return parts

@@ -4,10 +4,13 @@ column, N/A a gap, host text escaped, a few KB; and the plotly figure's own outp
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
+import unicodedata
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +18,7 @@ import pytest
 from conftest import FIXTURES
 from test_figure import S1, T0, sample  # S1's GPU 1 as the figure tests have it
 
+from jupyter_gpumem import i18n
 from jupyter_gpumem.render import figure, still
 from jupyter_gpumem.render.figure import TRACES
 from jupyter_gpumem.units import GiB, MiB
@@ -22,6 +26,13 @@ from jupyter_gpumem.units import GiB, MiB
 SVG = "{http://www.w3.org/2000/svg}"
 NAMES = json.loads((FIXTURES / "chart" / "traces.json").read_text())["traces"]
 COLOUR = {t.key: t.colour for t in TRACES}
+
+
+@pytest.fixture
+def language() -> Iterator[None]:
+    """Leaves the process in its environment's language, whatever a test chose."""
+    yield
+    i18n.use_language(None)
 
 
 def hour(spike_at: int = 1234) -> list[Any]:
@@ -139,3 +150,27 @@ def test_the_plotly_output_is_lean_short_times_no_template_and_no_plotly_js() ->
     text = json.dumps(data)
     assert len(text) < 60_000 and "<script" not in text and "plotly.js" not in text.lower()
     assert not any(isinstance(y, float) and math.isnan(y) for trace in data["data"] for y in trace.get("y", ()))
+
+
+def test_a_japanese_legend_leaves_each_name_room_for_its_wide_characters(language: None) -> None:
+    i18n.use_language("ja-JP")
+    history = [sample(T0 + i, 2 * GiB + i * MiB, budget=10 * GiB, used=3 * GiB) for i in range(60)]
+    svg = still.svg(history)
+    assert svg is not None
+    items = [
+        (int(swatch), int(x), name)
+        for swatch, x, name in re.findall(r'<path d="M(\d+),\d+h22"[^>]*/><text x="(\d+)" y="\d+">([^<]*)</text>', svg)
+    ]
+    assert items[0][2] == "このカーネル"
+
+    # What 11 px text takes, judged apart from the code's own rule: a wide (East Asian) glyph about its font size,
+    # a Latin letter or space at most 0.6 of it.
+    def drawn_px(name: str) -> float:
+        return sum(11 if unicodedata.east_asian_width(c) in "WF" else 6.6 for c in name)
+
+    for (_, x, name), (swatch, _, _) in itertools.pairwise(items):
+        assert x + drawn_px(name) + 8 <= swatch, f"{name!r} runs into the next item"
+    _, x, name = items[-1]
+    assert x + drawn_px(name) <= still.WIDTH
+    root = parsed(svg)
+    assert root.get("aria-label") == "GPU メモリの推移 (GiB): " + "、".join(name for _, _, name in items)
