@@ -148,10 +148,11 @@ def measure(
     page.evaluate("() => { globalThis.jupyterGpumemTiming = true; }")
     # The chart's draws (plotly's afterplot events): it draws only while on screen, so the page is tall
     # enough for the view and both loop cells, and that it is on screen is checked.
-    # And its relayouts of the newest parts' shapes (a zoom's would name the x axis).
+    # And its redraws of the newest parts, its own SVG paths (their mutations come once per update).
     page.evaluate(
         f"() => {{ const gd = {PLOT}; gd.draws = 0; gd.relayouts = 0; gd.on('plotly_afterplot', () => gd.draws++);"
-        " gd.on('plotly_relayout', e => { if (Object.keys(e).some(k => k.startsWith('shapes'))) gd.relayouts++; }); }"
+        " new MutationObserver(rs => { if (rs.some(r => r.target.closest?.('.jp-GpuMem-tails'))) gd.relayouts++; })"
+        ".observe(gd, { subtree: true, childList: true, attributes: true }); }"
     )
     idle, idle_intervals = run_loop(page, cdp, 1, IDLE_UPDATES)
     on_screen = (
@@ -222,7 +223,7 @@ def main() -> None:
                 f"{r['with_warmup_p50_ms']:.2f} ms, p95 {r['with_warmup_p95_ms']:.2f} ms); "
                 f"the whole task p50 {r['browser_p50_ms']:.2f} ms, "
                 f"p95 {r['browser_p95_ms']:.2f} ms per update (idle interval {r['browser_idle_ms']:.2f} ms); "
-                f"plotly drew {r['draws']:.0f} times (afterplot), the chart moved the newest parts' shapes (relayout) "
+                f"plotly drew {r['draws']:.0f} times (afterplot), the chart redrew the newest parts' paths "
                 f"{r['relayouts']:.0f} times for {r['updates']:.0f} samples; "
                 f"{r['points']:.0f} points in this kernel's line"
             )

@@ -19,10 +19,10 @@ with 12 processes on the GPU, the panel at the default sidebar width.
   the page idle between (each update then finds the CPU's caches cold: the same render costs more,
   about 1.4 to 2 times as much on a 2-core machine), with one minute (the baseline) and with one hour
   of history, in the same page one after the other; and how many of those updates made plotly draw
-  (its `plotly_afterplot` events) and how many only moved the lines' newest parts, drawn as layout shapes
-  (the chart's `plotly_relayout` of its shapes). Target: p95 <= 8 ms with the hour, at every width. --steady adds
-  the hour followed by a kernel whose memory stays put (reported, no target). The status-bar
-  item's own render is timed after each update of the one-a-frame runs.
+  (its `plotly_afterplot` events) and how many only redrew the lines' newest parts, the chart's own SVG
+  paths in plotly's plot layer (DOM mutations under `.jp-GpuMem-tails`). Target: p95 <= 8 ms with the
+  hour, at every width. --steady adds the hour followed by a kernel whose memory stays put (reported, no
+  target). The status-bar item's own render is timed after each update of the one-a-frame runs.
   --chart-only runs this part alone.
 - Hidden: the panel collapsed, --updates samples reach its channel; the chart's redraws (plotly's
   `plotly_afterplot` events) and DOM mutations under it are counted. The same count with the panel
@@ -51,6 +51,7 @@ Samples are built here as protocol-1 JSON (docs/protocol.md), not from the packa
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import sys
@@ -165,14 +166,16 @@ RENDER_LOOP = """async ({ hello, samples, paceMs }) => {
   await new Promise(requestAnimationFrame);
   let draws = 0, relayouts = 0;
   const count = () => { draws++; };
-  // The chart's own relayouts of the newest parts' shapes (a zoom's would name the x axis).
-  const moved = e => { if (Object.keys(e).some(k => k.startsWith('shapes'))) relayouts++; };
+  // The chart's redraws of the newest parts: its paths' mutations (delivered once per update).
+  const tails = new MutationObserver(records => {
+    if (records.some(r => r.target.closest?.('.jp-GpuMem-tails'))) relayouts++;
+  });
   plot.on('plotly_afterplot', count);
-  plot.on('plotly_relayout', moved);
+  tails.observe(plot, { subtree: true, childList: true, attributes: true });
   const times = [];
   const status = [];
   const drew = [];  // per update: whether plotly drew (its afterplot comes a little after the render)
-  const shifted = [];  // per update: whether the chart moved its shapes instead
+  const shifted = [];  // per update: whether the chart redrew its tails' paths
   let before = null, shapesBefore = null;
   for (const message of samples) {
     if (paceMs) {
@@ -198,7 +201,7 @@ RENDER_LOOP = """async ({ hello, samples, paceMs }) => {
   drew.push(draws > before);
   shifted.push(relayouts > shapesBefore);
   plot.removeListener('plotly_afterplot', count);
-  plot.removeListener('plotly_relayout', moved);
+  tails.disconnect();
   return { times, status, draws, drew, relayouts, shifted, span: Number(plot.dataset.x1) - Number(plot.dataset.x0),
            marks: plot._fullData.find(t => t.uid === 'marks')?.x.length ?? 0,
            points: plot._fullData.find(t => t.uid === 'own')?.x.length ?? 0 };
@@ -303,7 +306,9 @@ def summary(times: list[float]) -> str:
     return f"median {statistics.median(times):.2f} ms, p95 {percentile(times, 95):.2f} ms, max {max(times):.2f} ms"
 
 
-def paced(page: Any, now: float, updates: int, steady: bool) -> dict[str, dict[str, Any]]:
+def paced(
+    page: Any, now: float, updates: int, steady: bool, profile: tuple[Any, Path] | None = None
+) -> dict[str, dict[str, Any]]:
     """The training run at the stream's pace (1 s apart, through the budget halfway: its over-budget mark
     is one more trace), with one minute of history (the baseline) and then with one hour; with `steady`,
     also an hour of history followed by a kernel whose memory stays put (a notebook between cells)."""
@@ -316,7 +321,13 @@ def paced(page: Any, now: float, updates: int, steady: bool) -> dict[str, dict[s
     results = {}
     for label, count, own_mib in runs:
         samples = [message(sample(now + count + i, own_mib(i))) for i in range(updates)]
+        if profile and label == "1 h history":
+            profile[0].send("Profiler.enable")
+            profile[0].send("Profiler.start")
         results[label] = page.evaluate(RENDER_LOOP, {"hello": hello(count, now), "samples": samples, "paceMs": 1000})
+        if profile and label == "1 h history":
+            profile[1].write_text(json.dumps(profile[0].send("Profiler.stop")["profile"]))
+            print(f"V8's CPU profile of the hour at the stream's pace: {profile[1]}")
     return results
 
 
@@ -329,6 +340,11 @@ def main() -> None:
     parser.add_argument("--load-runs", type=int, default=20, help="JupyterLab loads timed with and without")
     parser.add_argument("--chart-only", action="store_true", help="only the chart at the stream's pace")
     parser.add_argument("--steady", action="store_true", help="also a steady kernel at the stream's pace")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="write V8's CPU profile of the hour at the stream's pace here (.cpuprofile, per width)",
+    )
     args = parser.parse_args()
     _standin.ensure(scenario(3000))
     full = not args.chart_only
@@ -380,7 +396,8 @@ def main() -> None:
         at_pace = {}
         for width in args.width:
             set_sidebar_width(page, width)
-            at_pace[width] = paced(page, now, args.paced_updates, args.steady)
+            profile = (cdp, args.profile.with_suffix(f".{width}.cpuprofile")) if args.profile else None
+            at_pace[width] = paced(page, now, args.paced_updates, args.steady, profile)
         heap_after = heap_mb(cdp)
 
         # The chart's work with the panel shown, then collapsed (its tab clicked again).
@@ -425,17 +442,17 @@ def main() -> None:
         for label, result in pair.items():
             print(
                 f"  {width:>4} px, {label:>24}: {summary(result['times'])}; "
-                f"plotly drew {result['draws']} times (afterplot), the chart moved the newest parts' shapes (relayout) "
+                f"plotly drew {result['draws']} times (afterplot), the chart redrew the newest parts' paths "
                 f"{result['relayouts']} times for {len(result['times'])} samples, "
                 f"{result['points']} points in this kernel's trace"
             )
             kinds = [
-                "moved shapes" if m else "drew" if d else "left plotly alone"
+                "drew" if d else "moved tails" if m else "left plotly alone"
                 for d, m in zip(result["drew"], result["shifted"], strict=True)
             ]
             split = {
                 kind: [t for t, k in zip(result["times"], kinds, strict=True) if k == kind]
-                for kind in ("drew", "moved shapes", "left plotly alone")
+                for kind in ("drew", "moved tails", "left plotly alone")
             }
             print("                " + "; ".join(f"{kind}: {summary(times)}" for kind, times in split.items() if times))
         print(

@@ -21,8 +21,8 @@ import {
   picture,
   settleMs,
   split,
+  tailPaths,
   tailPicture,
-  tailShapes,
   toLocal,
   xRange,
   yScale
@@ -273,13 +273,13 @@ test('at most two points per pixel column over an hour, the peaks kept', () => {
   assert.equal(Math.max(...own.y), 3); // a 3-second spike survives the decimation
 });
 
-test('live, the x range steps a bucket at a time, and covers the newest sample', () => {
+test('live, the x range steps a settle step at a time, and covers the newest sample', () => {
   const t = seconds(3601);
-  const plotW = 250 - MARGIN.l - MARGIN.r; // an hour in 30-second buckets
+  const plotW = 250 - MARGIN.l - MARGIN.r; // an hour in 30-second buckets, settled two at a time
   const [x0, x1] = liveRange(t, 3_600_000, plotW);
   assert.equal(x1 - x0, 3_600_000);
-  assert.equal(x1 % 30_000, 0);
-  assert.ok(x1 >= t[3600] && x1 - t[3600] < 30_000);
+  assert.equal(x1 % 60_000, 0);
+  assert.ok(x1 >= t[3600] && x1 - t[3600] < 60_000);
   // The next samples in the same bucket leave the range where it was.
   const later = liveRange(seconds(3602), 3_600_000, plotW);
   assert.deepEqual(x1 - t[3600] >= 1000 ? later : [x0, x1], [x0, x1]);
@@ -537,15 +537,16 @@ function grow(s: ISeries, mib: number): void {
   s.own[s.own.length - 1] += mib * MiB;
 }
 
-test('the traces settle in steps of about 30 s of whole buckets, never more than three pixel columns', () => {
-  assert.equal(settleMs(30_000), 30_000); // an hour at 250 px: a bucket a step
-  assert.equal(settleMs(10_000), 30_000); // an hour at 600 px: three
-  assert.equal(settleMs(1000), 3000); // a short span: three seconds, not 30 columns of blank
-  assert.equal(settleMs(60_000), 60_000);
-  // The live range moves in those steps too: an hour at 600 px ends on a 30 s boundary.
+test('the traces settle in steps of about a minute of whole buckets, never more than six pixel columns', () => {
+  assert.equal(settleMs(30_000), 60_000); // an hour at 250 px: two buckets a step
+  assert.equal(settleMs(10_000), 60_000); // an hour at 600 px: six
+  assert.equal(settleMs(5000), 30_000); // an hour at 1000 px: six, not twelve columns of blank
+  assert.equal(settleMs(1000), 6000); // a short span: six seconds, not 60 columns of blank
+  assert.equal(settleMs(120_000), 120_000); // a bucket longer than the step: one
+  // The live range moves in those steps too: an hour at 600 px ends on a minute.
   const plotW = 600 - MARGIN.l - MARGIN.r;
   const [, x1] = liveRange(seconds(3601), 3_600_000, plotW);
-  assert.equal(x1 % 30_000, 0);
+  assert.equal(x1 % 60_000, 0);
 });
 
 test("live, the traces keep the completed buckets and each line's newest part is its tail", () => {
@@ -554,8 +555,8 @@ test("live, the traces keep the completed buckets and each line's newest part is
   const { settled, tails } = split(fig);
   const last = s.t[s.t.length - 1];
   assert.ok(fig.settledMs !== null && fig.settledMs <= last);
-  assert.ok(last - fig.settledMs <= 30_000);
-  assert.equal(fig.settledMs % 30_000, 0);
+  assert.ok(last - fig.settledMs <= 60_000);
+  assert.equal(fig.settledMs % 60_000, 0);
   const own = (f: typeof fig) =>
     f.data.find(d => (d as { uid: string }).uid === 'own') as {
       x: number[];
@@ -603,48 +604,60 @@ test('a hidden line has no tail; a zoomed figure, or one of a few minutes, is no
   assert.deepEqual(split(short).tails, []);
 });
 
-test('the tails are shapes on the axes: paths through their points, a gap starts a new stretch', () => {
-  const shapes = tailShapes([
+test("the tails are SVG paths in the plot area's pixels: a gap starts a new stretch, plotly's dash", () => {
+  const s = history(3600, () => 2 * GiB);
+  // An hour at 250 px, 160 px high: the plot is 212 x 120 px.
+  const fig = figure(args(s, { width: 250, height: 160 }), trans);
+  const [a, b] = fig.layout.xaxis!.range as [number, number];
+  const xAt = (share: number) => a + share * (b - a);
+  const yAt = (share: number) => (share * fig.yTop) / GiB;
+  const paths = tailPaths(fig, [
     {
       uid: 'own',
-      x: [
-        Date.UTC(2025, 10, 21, 10, 0, 0),
-        Date.UTC(2025, 10, 21, 10, 0, 1),
-        null,
-        Date.UTC(2025, 10, 21, 10, 0, 3),
-        Date.UTC(2025, 10, 21, 10, 0, 4)
-      ],
-      y: [1, 1.5, null, 2, 2.5],
+      x: [xAt(0.5), xAt(0.75), null, xAt(0.9), xAt(1)],
+      y: [0, yAt(0.5), null, yAt(1), yAt(1)],
       line: { color: '#1976d2', width: 2, dash: 'solid' },
       fill: 'rgba(25, 118, 210, 0.15)',
       fillOpacity: 1
     },
     {
+      uid: 'others',
+      x: [xAt(0), xAt(1)],
+      y: [1, null],
+      line: { color: '#888', width: 1.5 },
+      fill: null,
+      fillOpacity: 1
+    },
+    {
       uid: 'budget',
-      x: [Date.UTC(2025, 10, 21, 10, 0, 0), Date.UTC(2025, 10, 21, 10, 0, 1)],
-      y: [4, null],
+      x: [xAt(0), xAt(1)],
+      y: [yAt(1), yAt(1)],
       line: { color: '#d32f2f', width: 1.5, dash: 'dash' },
       fill: null,
       fillOpacity: 1
     }
   ]);
-  // The budget's tail has no two points in a row: nothing to draw.
-  assert.equal(shapes.length, 2);
-  const [area, line] = shapes;
-  assert.equal(
-    line.path,
-    'M2025-11-21_10:00:00.000,1L2025-11-21_10:00:01.000,1.5' +
-      'M2025-11-21_10:00:03.000,2L2025-11-21_10:00:04.000,2.5'
+  // The others' tail has no two points in a row: nothing to draw.
+  assert.deepEqual(
+    paths.map(p => p.uid),
+    ['own', 'budget']
   );
-  assert.deepEqual(line.line, { color: '#1976d2', width: 2, dash: 'solid' });
-  assert.equal(line.xref, 'x');
-  assert.equal(line.yref, 'y');
+  const [own, budget] = paths;
+  assert.equal(own.line, 'M106.0,120.0L159.0,60.0M190.8,0.0L212.0,0.0');
   assert.equal(
-    area.path,
-    'M2025-11-21_10:00:00.000,0L2025-11-21_10:00:00.000,1L2025-11-21_10:00:01.000,1.5L2025-11-21_10:00:01.000,0Z' +
-      'M2025-11-21_10:00:03.000,0L2025-11-21_10:00:03.000,2L2025-11-21_10:00:04.000,2.5L2025-11-21_10:00:04.000,0Z'
+    own.area,
+    'M106.0,120.0L106.0,120.0L159.0,60.0L159.0,120.0Z' +
+      'M190.8,120.0L190.8,0.0L212.0,0.0L212.0,120.0Z'
   );
-  assert.equal(area.fillcolor, 'rgba(25, 118, 210, 0.15)');
+  assert.deepEqual(
+    [own.stroke, own.width, own.dasharray, own.fill],
+    ['#1976d2', 2, '', 'rgba(25, 118, 210, 0.15)']
+  );
+  // plotly's dash at this width: three times the larger of the width and 3 px.
+  assert.deepEqual(
+    [budget.line, budget.area, budget.dasharray],
+    ['M0.0,0.0L212.0,0.0', null, '9px,9px']
+  );
 });
 
 test("at the stream's pace with an hour, the traces are redrawn under 5% of samples, the tails when a pixel moves", () => {

@@ -8,18 +8,20 @@
  * draws only when the picture changes (figure.ts's `picture`): any new data is a whole replot in
  * plotly (its react, restyle and extendTraces alike), so the samples that move no pixel cost none.
  * Live, the traces hold only the completed buckets up to the last settle step (figure.ts's `split`,
- * about every 30 s) and each line's newest part is a layout shape, which plotly moves without a
- * replot (relayout of a shape's path, about a third of a react): a replot once in ~30 samples, or when
- * the scales, the marks or the style change. While the pointer is over the plot, every change is a
- * react of the whole figure, so a hover finds the newest figure in the traces.
+ * about every minute: a replot then, or when the scales, the marks or the style change) and each
+ * line's newest part, a few pixel columns at the plot's right, is an SVG path of ours in plotly's plot
+ * layer (figure.ts's `tailPaths`), above the traces and clipped and panned with them. plotly has no
+ * cheaper way to draw them: its layout shapes, moved with a relayout, cost ~1.8 ms and a style pass of
+ * the page at each sample (measured in the sidebar benchmark's CPU profile); a path's `d` set, a few
+ * microseconds. While the pointer is over the plot, every change is a react of the whole figure and
+ * the paths are gone, so a hover finds the newest figure in plotly's traces.
  */
 
 import type {
   Config,
   Layout,
   PlotRelayoutEvent,
-  PlotlyHTMLElement,
-  Shape
+  PlotlyHTMLElement
 } from 'plotly.js';
 
 import { element, setLine } from './dom';
@@ -29,18 +31,21 @@ import {
   IColours,
   IFigure,
   ILegendEntry,
+  ITailPath,
   MARGIN,
   axisTime,
   figure,
   fromLocal,
   picture,
   split,
-  tailPicture,
-  tailShapes
+  tailPaths,
+  tailPicture
 } from './figure';
 import { ISeries } from '../model/history';
 
 type Plotly = typeof import('plotly.js');
+
+const SVG = 'http://www.w3.org/2000/svg';
 
 let plotly: Promise<Plotly> | null = null;
 
@@ -102,9 +107,9 @@ export class Chart {
   private _fig: IFigure | null = null;
   /** What plotly drew last (figure.ts's `picture`); '' when plotly may show anything else. */
   private _picture = '';
-  /** The newest parts' picture (figure.ts's `tailPicture`) and the shapes that draw them. */
+  /** The newest parts' picture (figure.ts's `tailPicture`) and the SVG group that draws them. */
   private _tailPicture = '';
-  private _shapes: Partial<Shape>[] = [];
+  private readonly _tails = document.createElementNS(SVG, 'g');
   /** The pointer is over the plot: the whole figure in the traces, for the hover. */
   private _pointerIn = false;
   private _plotly: Plotly | null = null;
@@ -132,6 +137,8 @@ export class Chart {
   ) {
     node.setAttribute('role', 'figure');
     node.setAttribute('aria-label', chartName(_trans));
+    this._tails.setAttribute('class', 'jp-GpuMem-tails');
+    this._tails.setAttribute('pointer-events', 'none');
     this.plot = document.createElement('div');
     this.plot.className = 'jp-GpuMem-plot';
     node.appendChild(this.plot);
@@ -270,26 +277,61 @@ export class Chart {
     const tail = tailPicture(settled, tails);
     if (shown !== this._picture) {
       this._picture = shown;
+      this._react(settled);
+    }
+    if (tail !== this._tailPicture) {
       this._tailPicture = tail;
-      this._shapes = tailShapes(tails);
-      this._react(settled, this._shapes);
-    } else if (tail !== this._tailPicture) {
-      this._tailPicture = tail;
-      this._relayout(tailShapes(tails));
-    } // else not a pixel would change: plotly is left as it is
+      this._drawTails(tailPaths(settled, tails));
+    } // else not a pixel would change: plotly and the tails are left as they are
     setLine(this._unit, fig.unit);
     setLine(this._note, fig.note);
     this._showLegend(fig.legend);
   }
 
-  /** The tails moved: the shapes given whole (plotly redraws only its shapes, ~2.4 ms against react's
-   * ~22 ms measured on a loaded 2-core machine; a single shape's path given alone costs a react). */
-  private _relayout(shapes: Partial<Shape>[]): void {
-    this._shapes = shapes;
-    void this._plotly!.relayout(this.plot, { shapes });
+  /** The tails drawn into plotly's plot layer, after the traces; the paths kept, their attributes set. */
+  private _drawTails(paths: ITailPath[]): void {
+    const group = this._tails;
+    this._placeTails();
+    const wanted = paths.flatMap(path =>
+      path.area === null ? [path.line] : [path.area, path.line]
+    ).length;
+    while (group.childNodes.length > wanted) {
+      group.lastChild!.remove();
+    }
+    while (group.childNodes.length < wanted) {
+      group.appendChild(document.createElementNS(SVG, 'path'));
+    }
+    let i = 0;
+    for (const path of paths) {
+      if (path.area !== null) {
+        setAttributes(group.childNodes[i++] as SVGPathElement, {
+          d: path.area,
+          fill: path.fill ?? 'none',
+          'fill-opacity': String(path.fillOpacity),
+          stroke: 'none'
+        });
+      }
+      setAttributes(group.childNodes[i++] as SVGPathElement, {
+        d: path.line,
+        fill: 'none',
+        stroke: path.stroke,
+        'stroke-width': String(path.width),
+        'stroke-dasharray': path.dasharray || 'none',
+        'stroke-linejoin': 'round'
+      });
+    }
   }
 
-  private _react(fig: IFigure, shapes: Partial<Shape>[]): void {
+  /** The tails' group last in plotly's plot layer (its `g.xy` under `g.overplot`: the plot area's
+   * origin, its clip, and a pan's shift): again after a react that made plotly's layers anew. */
+  private _placeTails(): void {
+    const layer = this.plot.querySelector('.overplot > .xy');
+    if (layer && layer.lastChild !== this._tails) {
+      layer.appendChild(this._tails);
+    }
+  }
+
+  private _react(fig: IFigure): void {
     const plot = this.plot;
     plot.dataset.x0 = String(fig.x0);
     plot.dataset.x1 = String(fig.x1);
@@ -302,9 +344,10 @@ export class Chart {
     void this._plotly!.react(
       plot,
       fig.data,
-      { ...fig.layout, ...LIVE, shapes },
+      { ...fig.layout, ...LIVE },
       config
     );
+    this._placeTails();
     if (!this._drawn) {
       this._drawn = true;
       this._placeholder.hidden = true;
@@ -452,6 +495,18 @@ export class Chart {
     // After plotly's own mouseup, which reports the zoom: then the update held back meanwhile.
     setTimeout(() => this._draw());
   };
+}
+
+/** Each attribute set where it differs (an unchanged one is left, so the page has less to restyle). */
+function setAttributes(
+  node: Element,
+  attributes: Record<string, string>
+): void {
+  for (const [name, value] of Object.entries(attributes)) {
+    if (node.getAttribute(name) !== value) {
+      node.setAttribute(name, value);
+    }
+  }
 }
 
 /** The line a legend event is about (its item's uid), if any. */

@@ -9,7 +9,7 @@
  * model's decimation and format's words, which only the widgets' layer may do.
  */
 
-import type { Annotations, Data, Layout, Shape } from 'plotly.js';
+import type { Annotations, Data, Layout } from 'plotly.js';
 
 import {
   cellTitle,
@@ -59,10 +59,10 @@ export function bucketMs(spanMs: number, plotWidth: number): number {
   return Math.ceil(wanted / 3_600_000) * 3_600_000;
 }
 
-/** How long the live traces stay as they are, at the most: about 30 s, in whole buckets. */
-export const SETTLE_MS = 30_000;
+/** How long the live traces stay as they are, at the most: about a minute, in whole buckets. */
+export const SETTLE_MS = 60_000;
 /** ...but never more than this many buckets (pixel columns) of blank at the right of the plot. */
-const SETTLE_BUCKETS = 3;
+const SETTLE_BUCKETS = 6;
 /** The traces settle only where a bucket holds at least this many samples (an hour at the stream's
  * 1 s pace, at any width up to ~1000 px); shorter spans, where nearly every sample is a pixel column
  * of its own, draw whole. */
@@ -82,8 +82,8 @@ function splits(t: number[], bucket: number): boolean {
 
 /**
  * The step in which the live range moves and the traces take the buckets completed meanwhile (the
- * newest part is drawn as layout shapes, chart.ts): whole buckets, about SETTLE_MS, at most
- * SETTLE_BUCKETS of them; so at the stream's 1 s pace plotly replots its traces once in ~30 samples.
+ * newest part is drawn by chart.ts over plotly's plot): whole buckets, about SETTLE_MS, at most
+ * SETTLE_BUCKETS of them; so at the stream's 1 s pace plotly replots its traces once in 30 to 60 samples.
  */
 export function settleMs(bucket: number): number {
   const buckets = Math.ceil(SETTLE_MS / bucket);
@@ -718,17 +718,46 @@ export function tailPicture(fig: IFigure, tails: ITail[]): string {
   );
 }
 
-/** An axis time (toLocal's ms) as a shape's path takes a date: no spaces. */
-const pathDate = (v: number): string =>
-  new Date(v).toISOString().slice(0, 23).replace('T', '_');
+/** A line's newest part as chart.ts draws it over plotly's plot: SVG paths in the plot area's pixels. */
+export interface ITailPath {
+  uid: string;
+  /** The line, one stretch per run of points (a gap starts a new one). */
+  line: string;
+  /** The area under it, closed to the x axis, where the line fills; else null. */
+  area: string | null;
+  stroke: string;
+  width: number;
+  /** The line's dash as plotly draws it (its Drawing.dashStyle), '' for solid. */
+  dasharray: string;
+  fill: string | null;
+  fillOpacity: number;
+}
+
+/** plotly's dash for a line of this width (plotly.js src/components/drawing dashStyle). */
+function dashArray(dash: string | undefined, width: number): string {
+  const w = Math.max(width, 3);
+  return dash === 'dot'
+    ? `${w}px,${w}px`
+    : dash === 'dash'
+      ? `${3 * w}px,${3 * w}px`
+      : '';
+}
 
 /**
- * The tails as plotly layout shapes (paths on the plot's axes, so they follow a zoom), drawn above
- * the traces in the traces' order: for each, the area under it (if its line fills) and the line,
- * with the line's colour, width and dash. A gap (null) starts a new stretch.
+ * The tails as SVG paths in the pixels of the figure's plot area (its top left at 0,0, as in plotly's
+ * plot layer, which chart.ts draws them into, above the traces, in the traces' order): for each, the
+ * line and, where it fills, the area under it, with the line's colour, width and dash. Coordinates to a
+ * tenth of a pixel; a gap (null) starts a new stretch; a tail with no two points in a row draws nothing.
  */
-export function tailShapes(tails: ITail[]): Partial<Shape>[] {
-  const shapes: Partial<Shape>[] = [];
+export function tailPaths(fig: IFigure, tails: ITail[]): ITailPath[] {
+  const plotW = Math.max(1, (fig.layout.width ?? 0) - MARGIN.l - MARGIN.r);
+  const plotH = Math.max(1, (fig.layout.height ?? 0) - MARGIN.t - MARGIN.b);
+  const [a, b] = fig.layout.xaxis!.range as [number, number];
+  const xSize = plotW / Math.max(1, b - a);
+  const ySize = plotH / Math.max(1e-9, fig.yTop / GiB);
+  const at = (x: number, y: number) =>
+    `${((x - a) * xSize).toFixed(1)},${(plotH - y * ySize).toFixed(1)}`;
+  const paths: ITailPath[] = [];
   for (const tail of tails) {
     const runs: [number, number][][] = [[]];
     tail.x.forEach((x, i) => {
@@ -743,35 +772,20 @@ export function tailShapes(tails: ITail[]): Partial<Shape>[] {
     if (!stretches.length) {
       continue;
     }
-    const at = ([x, y]: [number, number]) => `${pathDate(x)},${y}`;
-    const line = stretches.map(run => 'M' + run.map(at).join('L')).join('');
-    const base = {
-      type: 'path',
-      xref: 'x',
-      yref: 'y',
-      layer: 'above'
-    } as const;
-    if (tail.fill !== null) {
-      const area = stretches
-        .map(run => {
-          const [first, last] = [run[0][0], run[run.length - 1][0]];
-          return `M${at([first, 0])}L${run.map(at).join('L')}L${at([last, 0])}Z`;
-        })
-        .join('');
-      shapes.push({
-        ...base,
-        path: area,
-        fillcolor: tail.fill,
-        opacity: tail.fillOpacity,
-        line: { width: 0 }
-      } as Partial<Shape>);
-    }
-    shapes.push({
-      ...base,
-      path: line,
-      fillcolor: 'rgba(0,0,0,0)',
-      line: { ...tail.line }
-    } as Partial<Shape>);
+    const through = (run: [number, number][]) =>
+      run.map(([x, y]) => at(x, y)).join('L');
+    const area = (run: [number, number][]) =>
+      `M${at(run[0][0], 0)}L${through(run)}L${at(run[run.length - 1][0], 0)}Z`;
+    paths.push({
+      uid: tail.uid,
+      line: stretches.map(run => 'M' + through(run)).join(''),
+      area: tail.fill === null ? null : stretches.map(area).join(''),
+      stroke: tail.line.color,
+      width: tail.line.width,
+      dasharray: dashArray(tail.line.dash, tail.line.width),
+      fill: tail.fill,
+      fillOpacity: tail.fillOpacity
+    });
   }
-  return shapes;
+  return paths;
 }
