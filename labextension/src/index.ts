@@ -207,8 +207,8 @@ const inline: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   optional: [ITranslator],
   activate: (app: JupyterFrontEnd, translator: ITranslator | null) => {
-    // The view in this page words in the page's language; from the server's route or the kernel it has
-    // no translator and words in English (docs/i18n-plumbing.md).
+    // The view in this page words in the page's language; from the server's route or the kernel it asks
+    // the kernel for its language's catalogue (inline.ts, docs/i18n-plumbing.md).
     const trans = (translator ?? nullTranslator).load(DOMAIN);
     const module: IInlineModule = {
       render: props =>
