@@ -130,6 +130,7 @@ def page(language: str) -> bytes:
     return (
         html.replace("/*CATALOGUE*/{}", _script_json(catalogue(language)))
         .replace("/*WORDS*/{}", _script_json(own))
+        .replace("/*PLURALS*/{}", _script_json(page_words.plurals(language)))
         .encode()
     )
 

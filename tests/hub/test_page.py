@@ -138,10 +138,9 @@ STAND_IN_JA = {
     "yes": "はい", "no": "いいえ", "(default)": "(既定)", "{shown} of {total} rows": "{total} 行中 {shown} 行を表示",
     "GPUs": "GPU", "answering servers": "応答しているサーバー", "not answering": "応答なし",
     "not readable": "読み取れないサーバー", "GPUs lost": "失われた GPU",
-    "{used} of {total} on {count} GPUs": "GPU {count} 基で {total} 中 {used}",
     "Kernels over budget": "予算を超過しているカーネル",
     "Idle kernels holding memory": "メモリを保持しているアイドル状態のカーネル",
-    "Users by memory held": "保持メモリ量順のユーザー", "{count} users": "ユーザー {count} 人",
+    "Users by memory held": "保持メモリ量順のユーザー",
     "Servers by release": "リリース別のサーバー", "{kernel} (stale)": "{kernel} (古い値)",
     "Read at {time}: {poll}; updated every {period} s.": "{time} に読み取り: {poll}。{period} s ごとに更新。",
     "{answered} of {servers} servers answered ({duration} s)":

@@ -93,8 +93,10 @@ def test_every_word_the_page_shows_is_a_message_the_extractor_finds() -> None:
     in_script = set(re.findall(r'\bt\("((?:[^"\\]|\\.)*)"', text))
     in_html = set(re.findall(r"\{\{([^{}]+)\}\}", text)) - {"lang"}
     assert in_script | in_html == set(page_words.MESSAGES)
+    counts = set(re.findall(r'\btn\("((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"', text))
+    assert counts == set(page_words.PLURALS)
     found = {msgid for (file, _), msgid, _ in extract.python() if file == "jupyter_gpumem/hub/page_words.py"}
-    assert found == set(page_words.MESSAGES)
+    assert found == set(page_words.MESSAGES) | set(page_words.PLURALS)
 
 
 def inlined(html: str, name: str) -> dict[str, str]:
@@ -110,6 +112,10 @@ def test_the_japanese_page_carries_japanese_words_and_english_where_none_yet() -
     assert inlined(html, "CATALOGUE") == catalogue("ja_JP") != CATALOGUE  # some code is translated already
     ja = i18n.translation("ja_JP")
     assert inlined(html, "WORDS") == {m: ja.gettext(m) for m in page_words.MESSAGES if ja.gettext(m) != m}
+    assert inlined(html, "PLURALS") == {
+        "rule": "nplurals=1;plural=0;",
+        "forms": {s: [ja.ngettext(s, p, 1)] for s, p in page_words.PLURALS},
+    }
     assert f"<title>{ja.gettext('GPU memory by user')}</title>" in html
     assert f'placeholder="{ja.gettext("Filter: user, server, kernel, problem")}"' in html
 
@@ -117,7 +123,7 @@ def test_the_japanese_page_carries_japanese_words_and_english_where_none_yet() -
 def test_the_english_page_is_the_template_with_the_english_catalogue_and_no_words() -> None:
     html = page("en").decode()
     assert '<html lang="en">' in html and "<title>GPU memory by user</title>" in html and "{{" not in html
-    assert inlined(html, "CATALOGUE") == CATALOGUE and inlined(html, "WORDS") == {}
+    assert inlined(html, "CATALOGUE") == CATALOGUE and inlined(html, "WORDS") == inlined(html, "PLURALS") == {}
     # The words outside the script are the template's own: the page as it was before it had languages.
     assert html.split("<script>")[0] == PAGE_TEMPLATE.split("<script>")[0].replace("{{lang}}", "en").replace(
         "{{", ""
