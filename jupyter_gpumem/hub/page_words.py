@@ -50,6 +50,7 @@ MESSAGES = (
     _("GPUs lost"),
     _("Kernels over budget"),
     _("Idle kernels holding memory"),
+    _("{used}, {idle}"),  # a kernel's memory held and how long it has been idle
     _("Users by memory held"),
     _("Servers by release"),
     _("not said"),

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jupyter_gpumem.i18n import gettext as _
-from jupyter_gpumem.render import history, viewtext
+from jupyter_gpumem.render import history, list_of, viewtext
 from jupyter_gpumem.render.text import printable
 from jupyter_gpumem.units import GiB, MiB
 
@@ -251,7 +251,7 @@ def _empty(
     if chosen is not None and chosen["lost"]:
         return _("This GPU is lost: no figures until it is reset.")
     if chosen is None:
-        named = ", ".join(f"{g['index']}" for g in gpus)
+        named = list_of([f"{g['index']}" for g in gpus])
         return _("No GPU {gpu} here: the GPUs are {named} (or their uuids).").format(gpu=repr(gpu), named=named)
     return _("Collecting…")
 

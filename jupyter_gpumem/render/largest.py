@@ -30,8 +30,10 @@ def text(view: View) -> str:
         )
     if view.counted:
         lines.append(f"  {view.counted}")
-    width = max((columns(label) for label, _ in view.facts), default=0)
-    lines.extend(f"  {left(label + ':', width + 1)} {value}" for label, value in view.facts)
+    # The label's colon is the language's: Chinese writes a full-width one.
+    labels = [pgettext("largest_batch fact", "{label}:").format(label=label) for label, _ in view.facts]
+    width = max((columns(label) for label in labels), default=0)
+    lines.extend(f"  {left(label, width)} {value}" for label, (_, value) in zip(labels, view.facts, strict=True))
     lines.extend(f"  {note}" for note in view.notes)
     return "\n".join(lines)
 

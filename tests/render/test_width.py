@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from jupyter_gpumem import i18n
+from jupyter_gpumem.render import largest
 from jupyter_gpumem.render.table import Row, text_lines
 from jupyter_gpumem.render.width import columns, cut, left, right
 from jupyter_gpumem.units import MiB
@@ -53,3 +54,18 @@ def test_a_japanese_process_table_cuts_and_pads_its_columns_by_the_screen(langua
     # The columns before the unbounded name end at the same place on the screen in every line.
     starts = {columns(line[: line.index(name)]) for line, name in ((head, "名前"), (first, "学習"), (second, "python"))}
     assert len(starts) == 1
+
+
+def test_largest_batch_facts_take_the_languages_colon_and_line_up_their_values(language):
+    view = largest.View("headline", [("32", "5120 MiB", "")], [("fit", "a"), ("margin", "b")], [], "")
+    i18n.use_language("en")
+    assert largest.text(view).splitlines()[1:] == [
+        "    batch        peak",
+        "       32    5120 MiB",
+        "  fit:    a",
+        "  margin: b",
+    ]
+    i18n.use_language("zh-CN")
+    facts = largest.text(view).splitlines()[3:]
+    assert all("：" in line and ":" not in line for line in facts)
+    assert len({columns(line[: line.index(value)]) for line, value in zip(facts, "ab", strict=True)}) == 1
