@@ -461,7 +461,7 @@ export class Chart {
       !('xaxis.range[0]' in event) &&
       !('xaxis.autorange' in event)
     ) {
-      return; // our own tails' shapes, or nothing about the range
+      return; // nothing about the range
     }
     this._picture = ''; // plotly drew a range of its own
     const range = whole ?? [event['xaxis.range[0]'], event['xaxis.range[1]']];

@@ -640,7 +640,7 @@ export interface ITail {
   fillOpacity: number;
 }
 
-/** The live figure in two: the settled traces, for plotly's react; each line's newest part, as shapes. */
+/** The live figure in two: the settled traces, for plotly's react; each line's newest part, its tail. */
 export interface ISplit {
   settled: IFigure;
   tails: ITail[];
