@@ -42,9 +42,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "ui"))
 
 import _standin
+from hour import BUDGET_MIB, GPU, OTHERS, OTHERS_MIB, TOTAL_MIB, MiB, sample
 from labserver import KERNEL_IDLE, launch_chromium, open_notebook, running_lab, write_notebook
 from playwright.sync_api import Page, expect, sync_playwright
-from sidebar import BUDGET_MIB, GPU, OTHERS, OTHERS_MIB, TOTAL_MIB, MiB, percentile, sample, scenario
+from sidebar import percentile, scenario
 
 # The chart of the notebook open now (the minute's stays open, hidden, while the hour's is timed).
 PLOT = "document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-GpuMem-inline .jp-GpuMem-plot')"

@@ -305,6 +305,7 @@ export class Chart {
     for (const path of paths) {
       if (path.area !== null) {
         setAttributes(group.childNodes[i++] as SVGPathElement, {
+          'data-uid': path.uid,
           d: path.area,
           fill: path.fill ?? 'none',
           'fill-opacity': String(path.fillOpacity),
@@ -312,6 +313,7 @@ export class Chart {
         });
       }
       setAttributes(group.childNodes[i++] as SVGPathElement, {
+        'data-uid': path.uid,
         d: path.line,
         fill: 'none',
         stroke: path.stroke,
