@@ -63,9 +63,16 @@ class Allocator(NamedTuple):
 
 def label(adapters: Sequence[Framework], joiner: str = "and") -> tuple[str, str | None]:
     """The frameworks' names and versions, for people and for the overhead cache: ("TensorFlow",
-    "2.20.0"); ("TensorFlow and PyTorch", "2.20.0+2.13.0")."""
+    "2.20.0"); ("TensorFlow and PyTorch", "2.20.0+2.13.0"). Several names are a Said (``frameworks_and`` or
+    ``frameworks_or``): as a str the English the cache keys by, as a code's value worded in each surface's
+    language ("TensorFlow と PyTorch")."""
     names = [a.name for a in adapters]
-    name = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {joiner} {names[-1]}"
+    if len(names) == 1:
+        name: str = names[0]
+    elif joiner == "or":
+        name = Said("frameworks_or", names=names[:-1], last=names[-1])
+    else:
+        name = Said("frameworks_and", names=names[:-1], last=names[-1])
     versions = [a.version() for a in adapters]
     version = versions[0] if len(versions) == 1 else "+".join(v or "unknown" for v in versions)
     return name, version

@@ -73,7 +73,7 @@ class Reading:
             started=self.started,
             allocator=self.allocators.get(device.uuid or ""),
             framework=self.framework,
-            overhead=lambda: estimate(device, self.framework or "the framework", 0),
+            overhead=lambda: estimate(device, self.framework or Said("the_framework"), 0),
         )
 
     @property
@@ -175,7 +175,9 @@ def reading(
         if overhead is not None:
             return overhead(device)
         gpu = planned.get(device.uuid or "")
-        return measured(device.uuid) or (gpu.overhead if gpu else estimate(device, framework or "the framework", 0))
+        if gpu is None:
+            return measured(device.uuid) or estimate(device, framework or Said("the_framework"), 0)
+        return measured(device.uuid) or gpu.overhead
 
     stance = pid_stance(snapshot)
     owns = {
@@ -203,7 +205,7 @@ def reading(
             breakdowns[device.uuid] = breakdown(
                 device,
                 planned.get(device.uuid),
-                framework=state.framework or "the framework",
+                framework=state.framework or Said("the_framework"),
                 strict=plan.policy.strict,
                 in_force=device.uuid in in_force and not device.lost,
                 why_not=why_not,

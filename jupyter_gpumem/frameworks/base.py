@@ -35,6 +35,12 @@ class Peak(NamedTuple):
     includes_held: bool = True
 
 
+def N_(message: str) -> str:
+    """Marks a class attribute's phrase for the catalogue (``jlpm i18n:extract`` reads ``N_``) and leaves it English:
+    it is made once at import, so the code that shows it translates it then (``gettext(adapter.free_earlier)``)."""
+    return message
+
+
 class Adapter(ABC):
     name: str  # for people: "TensorFlow"
     module: str  # for imports: "tensorflow"
@@ -43,7 +49,7 @@ class Adapter(ABC):
     takes: Said  # what it takes of a GPU without a policy, after its name: "takes nearly all ..."
     array_modules: tuple[str, ...]  # the top-level modules its arrays' types come from
     placing: str  # how code places work on GPU 1, which users take for choosing the GPU
-    free_earlier: str | None  # how to free tensors of earlier cells from its pool; None: it has no pool to free
+    free_earlier: str | None  # how to free tensors of earlier cells from its pool (N_); None: it has no pool to free
 
     @property
     def default_phrase(self) -> Said:

@@ -16,7 +16,7 @@ from typing import Any
 
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.frameworks.base import Adapter, Peak, Released, installed_version
+from jupyter_gpumem.frameworks.base import N_, Adapter, Peak, Released, installed_version
 from jupyter_gpumem.frameworks.base import fraction_of as _fraction
 from jupyter_gpumem.frameworks.base import one_fraction as pool_fraction
 from jupyter_gpumem.i18n import gettext as _
@@ -38,7 +38,7 @@ class Jax(Adapter):
     takes = Said("takes_jax")
     array_modules = ("jax", "jaxlib")
     placing = "jax.device_put(x, jax.devices()[1])"
-    free_earlier = "del them (JAX frees an array's memory when its last reference goes)"
+    free_earlier = N_("del them (JAX frees an array's memory when its last reference goes)")
 
     def environment(self, plan: Plan) -> dict[str, str]:
         env = super().environment(plan)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.frameworks.base import Adapter, Peak, PeakKeeper, Released
+from jupyter_gpumem.frameworks.base import N_, Adapter, Peak, PeakKeeper, Released
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.i18n import pgettext
 from jupyter_gpumem.units import MiB, format_mib
@@ -117,7 +117,7 @@ class TensorFlow(Adapter):
     takes = Said("takes_tensorflow")
     array_modules = ("tensorflow",)
     placing = 'tf.device("/gpu:1")'
-    free_earlier = "del them and call tf.keras.backend.clear_session()"
+    free_earlier = N_("del them and call tf.keras.backend.clear_session()")
 
     def __init__(self, config: TfConfig | None = None):
         self.config: TfConfig = config or RealTfConfig()

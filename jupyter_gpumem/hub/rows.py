@@ -76,40 +76,45 @@ ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,95}")
 NAME = re.compile(r"[^\x00-\x1f\x7f<>]{1,128}")
 
 
-def _values_problem(body: ServerBody) -> str | None:
-    """What the schema admits but no server could mean, as a phrase naming the field; None: all plausible."""
+def _values_problem(body: ServerBody) -> Said | None:
+    """What the schema admits but no server could mean, as a phrase naming the field (a code, so the page words it in
+    the browser's language); None: all plausible."""
     if len(body["kernels"]) > MAX_KERNELS or len(body["gpus"]) > MAX_GPUS:
-        return (
-            f"it lists {len(body['kernels'])} kernels and {len(body['gpus'])} GPUs (at most {MAX_KERNELS}, {MAX_GPUS})"
+        return Said(
+            "body_too_many",
+            kernels=len(body["kernels"]),
+            gpus=len(body["gpus"]),
+            most_kernels=MAX_KERNELS,
+            most_gpus=MAX_GPUS,
         )
     sizes: list[tuple[str, Any]] = []
     for i, gpu in enumerate(body["gpus"]):
         where = f"gpus[{i}]"
         if gpu["uuid"] is not None and not ID.fullmatch(gpu["uuid"]):
-            return f"{where}.uuid is not a GPU's UUID"
+            return Said("body_not_uuid", field=f"{where}.uuid")
         if gpu["name"] is not None and not NAME.fullmatch(gpu["name"]):
-            return f"{where}.name is not a GPU's name"
+            return Said("body_not_gpu_name", field=f"{where}.name")
         sizes += [(f"{where}.total_bytes", gpu["total_bytes"]), (f"{where}.used_bytes", gpu["used_bytes"])]
     for i, kernel in enumerate(body["kernels"]):
         where = f"kernels[{i}]"
         if not ID.fullmatch(kernel["id"]):
-            return f"{where}.id is not a kernel id"
+            return Said("body_not_kernel_id", field=f"{where}.id")
         if len(kernel["gpus"]) > MAX_GPUS:
-            return f"{where} is on {len(kernel['gpus'])} GPUs (at most {MAX_GPUS})"
+            return Said("body_kernel_on_too_many", field=where, gpus=len(kernel["gpus"]), most_gpus=MAX_GPUS)
         last = kernel["last_activity"]
         if last is not None and not (math.isfinite(last) and last >= 0):
-            return f"{where}.last_activity is not a time"
+            return Said("body_not_time", field=f"{where}.last_activity")
         sizes.append((f"{where}.ceiling.max_limit_bytes", kernel["ceiling"]["max_limit_bytes"]))
         for j, on in enumerate(kernel["gpus"]):
             if not ID.fullmatch(on["uuid"]):
-                return f"{where}.gpus[{j}].uuid is not a GPU's UUID"
+                return Said("body_not_uuid", field=f"{where}.gpus[{j}].uuid")
             sizes += [
                 (f"{where}.gpus[{j}].used_bytes", on["used_bytes"]),
                 (f"{where}.gpus[{j}].budget_bytes", on["budget_bytes"]),
             ]
     for field, value in sizes:
         if value is not None and value > MAX_BYTES:
-            return f"{field} is {value} bytes, more than any GPU holds"
+            return Said("body_too_large", field=field, bytes=value)
     return None
 
 

@@ -6,7 +6,7 @@ Three sources, one domain:
 - the sidebar's messages, found by ``labextension/scripts/i18n-extract.mjs`` (the TypeScript compiler's parse of
   every ``__``, ``_n``, ``_p``, ``_np`` call) and handed here as a JSON list;
 - Python's, ``pybabel extract``'s way (babel's Python extractor) with the keywords ``_``, ``gettext``,
-  ``ngettext`` and ``pgettext`` of ``jupyter_gpumem.i18n``;
+  ``ngettext`` and ``pgettext`` of ``jupyter_gpumem.i18n``, and ``N_`` (frameworks/base.py: marked, not translated);
 - every code of ``words/en.json``: the code as the context, its English template as the msgid.
 
 Then babel's update merges the template into each ``.po``: translations kept, a changed message marked fuzzy,
@@ -37,7 +37,8 @@ LOCALE_DIR = PACKAGE / "locale"
 TEMPLATE = LOCALE_DIR / f"{DOMAIN}.pot"
 CODES = PACKAGE / "words" / "en.json"
 LANGUAGES = ("ja_JP", "zh_CN")
-KEYWORDS: dict[str, Any] = {"_": None, "gettext": None, "ngettext": (1, 2), "pgettext": ((1, "c"), 2)}
+# N_: a phrase made at import (frameworks/base.py), translated where it is shown.
+KEYWORDS: dict[str, Any] = {"_": None, "gettext": None, "N_": None, "ngettext": (1, 2), "pgettext": ((1, "c"), 2)}
 
 Location = tuple[str, int]
 Found = tuple[Location, str | tuple[str, ...], str | None]  # where, msgid (or singular and plural), context

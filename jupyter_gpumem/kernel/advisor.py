@@ -269,6 +269,7 @@ def _causes(
         )
     # The frameworks that take their pool when they start (unless growth=on) say how to free it.
     free = next((a.free_earlier for a in ADAPTERS.values() if a.name == framework), None)
+    free = _(free) if free else None  # the adapter's phrase is marked with N_, translated here
     if growth is not True and free and report.measurable:  # the policy's growth applies to NVIDIA GPUs
         causes.append(
             _(

@@ -15,11 +15,11 @@ import time
 from collections import deque
 from collections.abc import Sequence
 
-from jupyter_gpumem.budget.framework_interface import Allocator, label
+from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.frameworks import Adapter
 from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.kernel.control import Controller
-from jupyter_gpumem.render import html
+from jupyter_gpumem.render import framework_names, html
 from jupyter_gpumem.render.cells import Cell, first_line, span, tables
 from jupyter_gpumem.wire import comm
 
@@ -68,7 +68,8 @@ class Recorder:
             return
         started = self._started()
         cell.allocator_after = _allocators(started)
-        cell.framework = label(started)[0] if started else None
+        # Worded now, in the language in use: the cells table puts it into its translated headings as it is.
+        cell.framework = framework_names(started) if started else None
         # Exact where every started framework's peak was reset as the cell began, or it started during the cell.
         cell.peak_exact = bool(started) and all(self._reset.get(a.name, True) for a in started)
         cell.count = getattr(result, "execution_count", None)

@@ -7,7 +7,8 @@ page's catalogue, so a template is plain JSON: ``{name}`` is a value, ``{name:sp
 A value is a string (data, shown as it is: an error's text, a framework's name), a number (formatted here, never
 before: ``*_bytes`` in whole MiB, ``*_s`` as a duration, unless the spec says ``size`` or ``clock``), another
 code with its values (worded in its place), or a list of these (``{name:or}`` joins them with the catalogue's
-``join_or``, ``{name:and}`` with ``join_and``, ``{name:semicolon}`` with ``join_semicolon``). ``{name:clock}`` is a
+``join_or``, ``{name:and}`` with ``join_and``, ``{name:semicolon}`` with ``join_semicolon``, ``{name:list}`` with
+``join_list``, a list's comma: "TensorFlow, PyTorch"). ``{name:clock}`` is a
 time of day, without seconds when the values' ``now`` is a minute or more before it. None is a size or MiB figure
 not known ("N/A"); anywhere else None, like any other value, has no words (TypeError), as the sidebar shows the
 sentence instead. A whole float reads as an integer: JSON does not tell them apart.
@@ -34,7 +35,7 @@ from jupyter_gpumem.wire.generated import comm_v1
 
 CATALOGUE: dict[str, str] = json.loads((Path(__file__).parent / "en.json").read_text(encoding="utf-8"))
 PLACEHOLDER = re.compile(r"\{(\w+)(?::(\w+))?\}")
-JOINS = ("or", "and", "semicolon")
+JOINS = ("or", "and", "semicolon", "list")
 
 Value = Union[str, int, float, "Said", Sequence[Union[str, "Said"]]]
 

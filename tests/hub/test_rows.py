@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_gpumem.hub.rows import refusal, rows_of_server
+from jupyter_gpumem.words import catalogue, wire, word_wire
 
 API = Path(__file__).parents[1] / "fixtures" / "api"
 NOW = 1763740900.0
@@ -51,3 +52,33 @@ def test_every_malformed_body_is_one_row_that_says_why(path: Path) -> None:
         assert row.problem == refusal(data) and row.problem.endswith("upgrade jupyter-gpumem in the hub's environment")
     else:
         assert row.problem.startswith("its /api/gpumem/v1 body is not valid")
+
+
+@pytest.mark.parametrize(
+    ("change", "english", "japanese"),
+    [
+        (
+            lambda b: b["gpus"][0].update(uuid="<script>"),
+            "gpus[0].uuid is not a GPU's UUID",
+            "gpus[0].uuid は GPU の UUID ではありません",
+        ),
+        (
+            lambda b: b["gpus"][0].update(total_bytes=2**60),
+            f"gpus[0].total_bytes is {2**60} bytes, more than any GPU holds",
+            f"gpus[0].total_bytes は {2**60} バイトで、どの GPU の容量よりも大きい値です",
+        ),
+        (
+            lambda b: b["kernels"][0].update(last_activity=-1),
+            "kernels[0].last_activity is not a time",
+            "kernels[0].last_activity は時刻ではありません",
+        ),
+    ],
+)
+def test_a_value_no_server_could_send_is_said_as_a_code_the_page_words_in_its_language(change, english, japanese):
+    data = body("body.json")
+    change(data)
+    [row] = rows_of_server("dave", "", data, NOW)
+    assert row.problem == f"its /api/gpumem/v1 body is not valid: {english}"  # the sentence older pages show
+    said = wire(row.problem)
+    assert said is not None and said["values"]["problem"]["code"].startswith("body_")
+    assert word_wire(said, catalogue("ja_JP")) == f"/api/gpumem/v1 の本文が無効です: {japanese}"

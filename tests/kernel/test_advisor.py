@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 from controller_fixtures import Framework, Machine, make
 
+from jupyter_gpumem import i18n
 from jupyter_gpumem.budget.policy import Policy
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.budget.state import State
@@ -130,6 +131,29 @@ def test_fragmentation_on_an_intel_gpu_is_freed_with_its_own_call():
     report = replace(report, bytes=2 * MiB, unused_pool=64 * MiB)
     text = "\n".join(advice(report, t4()))
     assert "torch.xpu.empty_cache() gives them back." in text and "expandable segments" not in text
+
+
+@pytest.mark.parametrize(
+    ("tag", "framework", "free"),
+    [
+        (None, "TensorFlow", ": del them and call tf.keras.backend.clear_session(), or restart the kernel."),
+        (
+            "ja-JP",
+            "TensorFlow",
+            "それらを del で削除して tf.keras.backend.clear_session() を呼び出すか、カーネルを再起動してください。",
+        ),
+        ("zh-CN", "TensorFlow", "请 用 del 删除它们并调用 tf.keras.backend.clear_session()，或重启内核。"),
+        ("ja-JP", "JAX", "それらを del で削除するか、カーネルを再起動してください。"),
+    ],
+)
+def test_how_to_free_a_frameworks_pool_is_said_in_the_kernels_language(tag, framework, free):
+    report = OutOfMemory(framework, "E", (1000, 1024), "float", 1000 * 4096, "GPU:0")
+    i18n.use_language(tag or "en")
+    try:
+        text = "\n".join(advice(report, t4()))
+    finally:
+        i18n.use_language(None)
+    assert text.endswith(free), text
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("negative-*.json")))

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from controller_fixtures import GPU_A, Framework, Machine, a100, make
 from frameworks.test_pytorch_adapter import RecordingTorchConfig
 
+from jupyter_gpumem import i18n
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.frameworks.pytorch import PyTorch
 from jupyter_gpumem.kernel.recorder import Recorder
@@ -76,3 +77,18 @@ def test_the_chart_gets_each_finished_cell_once_and_the_running_one_with_every_s
     assert recorder.spans(third, time.time()) == []
     cell = Schema("comm.v1.json", "a cell", "cell", "cell")
     assert cell.problem(running) is None and cell.problem(ended) is None
+
+
+def test_two_started_frameworks_head_their_columns_in_the_kernels_language(make):
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    for framework in (tf, torch):
+        framework.is_imported = framework.started = True
+        framework.pools = (Allocator(100 * MiB, 200 * MiB, None),)
+    recorder = Recorder(make(Machine(a100(0, GPU_A, 1000)), tf, torch))
+    i18n.use_language("ja-JP")
+    try:
+        run_cell(recorder, "y = model(x)", 1)
+        [table] = tables(recorder.finished(), [(GPU_A, "GPU 0")], [GPU_A])
+    finally:
+        i18n.use_language(None)
+    assert table.columns[-2:] == ("TensorFlow と PyTorch ピーク", "TensorFlow と PyTorch 保持")

@@ -19,6 +19,7 @@ import {
   problemLine,
   viewLines
 } from '../../labextension/src/format/panel';
+import { nullTrans } from '../../labextension/src/format/trans';
 import { ENGLISH, said, word } from '../../labextension/src/format/words';
 import { readServerBody } from '../../labextension/src/wire/api';
 import { parseMessage } from '../../labextension/src/wire/protocol';
@@ -27,7 +28,7 @@ import type {
   SampleMessage,
   Notice
 } from '../../labextension/src/wire/types';
-import { bracketed, fixture, trans } from './fixtures';
+import { bracketed, bundle, fixture, trans } from './fixtures';
 
 const ROOT = process.cwd();
 const WORDS = join(ROOT, 'jupyter_gpumem', 'words');
@@ -514,4 +515,35 @@ test("the limit's note is worded from its code, and an older kernel's sentence i
     String(viewLines(worded, gpu, trans).limits),
     /CUDA_MPS_PINNED_DEVICE_MEM_LIMIT is set, but no MPS server is in use here \(no control pipe in \/tmp\/x\), so it limits nothing\.$/
   );
+});
+
+test('several frameworks arrive as a code of their own: worded in the language, and an older sidebar shows the English sentence', () => {
+  const inForce: Said = {
+    code: 'policy_in_force',
+    values: {
+      frameworks: {
+        code: 'frameworks_and',
+        values: { names: ['TensorFlow', 'PyTorch'], last: 'JAX' }
+      }
+    }
+  };
+  const sentence = 'in force in TensorFlow, PyTorch and JAX'; // what a kernel of this release sends beside it
+  assert.equal(said(sentence, inForce, nullTrans), sentence);
+  assert.equal(
+    said(sentence, inForce, bundle('ja_JP')),
+    'TensorFlow、PyTorch と JAX で適用中'
+  );
+  assert.equal(
+    said(sentence, inForce, bundle('zh_CN')),
+    '已在 TensorFlow、PyTorch 和 JAX 中生效'
+  );
+  // A sidebar of 0.2.0 has neither the code nor the join: it cannot word the value, so it shows the sentence.
+  const older = Object.fromEntries(
+    Object.entries(ENGLISH).filter(
+      ([code]) =>
+        !['frameworks_and', 'frameworks_or', 'join_list'].includes(code)
+    )
+  );
+  assert.equal(word(inForce, nullTrans, older), null);
+  assert.equal(said(sentence, inForce, bundle('ja_JP'), older), sentence);
 });

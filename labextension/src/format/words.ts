@@ -20,7 +20,7 @@ export type Catalogue = Readonly<Record<string, string>>;
 export const ENGLISH: Catalogue = en;
 
 const PLACEHOLDER = /\{(\w+)(?::(\w+))?\}/g;
-const JOINS = new Set(['or', 'and', 'semicolon']);
+const JOINS = new Set(['or', 'and', 'semicolon', 'list']);
 
 /** A value this catalogue cannot word: a code it does not know (a newer sender's, maybe nested), a value
  * its template names and the values leave out, a value of a shape it has no format for. */
