@@ -1,13 +1,15 @@
 """The message template (``locale/jupyter_gpumem.pot``) and the update of each language's ``.po`` from it: a
 developer's step, ``jlpm i18n:extract``, which needs Node for the TypeScript half and is never part of a build.
 
-Three sources, one domain:
+Four sources, one domain:
 
 - the sidebar's messages, found by ``labextension/scripts/i18n-extract.mjs`` (the TypeScript compiler's parse of
   every ``__``, ``_n``, ``_p``, ``_np`` call) and handed here as a JSON list;
 - Python's, ``pybabel extract``'s way (babel's Python extractor) with the keywords ``_``, ``gettext``,
   ``ngettext`` and ``pgettext`` of ``jupyter_gpumem.i18n``, and ``N_`` (frameworks/base.py: marked, not translated);
-- every code of ``words/en.json``: the code as the context, its English template as the msgid.
+- every code of ``words/en.json``: the code as the context, its English template as the msgid;
+- the settings schemas' titles and descriptions (``labextension/schema/*.json``), in the contexts jupyterlab_server
+  asks them in (``schema``, ``settings``).
 
 Then babel's update merges the template into each ``.po``: translations kept, a changed message marked fuzzy,
 one no longer found dropped.
@@ -80,8 +82,67 @@ def codes() -> Iterator[Found]:
         yield (CODES.relative_to(ROOT).as_posix(), lines[code]), template, code
 
 
+SCHEMAS = ROOT / "labextension" / "schema"
+SCHEMA_I18N = "jupyter.lab.internationalization"
+# What jupyterlab_server translates in a settings schema and the context it asks each string in
+# (translation_utils.DEFAULT_SCHEMA_SELECTORS; a schema's own `selectors` add paths in the context "schema"), in the
+# domain the schema names: the Settings editor's titles and descriptions. tests/words checks this against
+# jupyterlab_server's own walk.
+SCHEMA_SELECTORS = {
+    "properties/.*/title": "settings",
+    "properties/.*/description": "settings",
+    "definitions/.*/properties/.*/title": "settings",
+    "definitions/.*/properties/.*/description": "settings",
+    "title": "schema",
+    "description": "schema",
+    r"jupyter\.lab\.setting-icon-label": "settings",
+    r"jupyter\.lab\.menus/.*/label": "menu",
+    r"jupyter\.lab\.toolbars/.*/label": "toolbar",
+}
+
+
+def schema_strings(schema: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(context, string) of each string jupyterlab_server translates in ``schema``, walked as it walks it: a path of
+    keys, a list's dicts as ``key[i]``, the first matching selector giving the context."""
+    own = schema.get(SCHEMA_I18N, {}).get("selectors", [])
+    patterns = [(re.compile(f"^/{s}$"), c) for s, c in SCHEMA_SELECTORS.items()]
+    patterns += [(re.compile(f"^/{s}$"), "schema") for s in own]
+
+    def walk(value: dict[str, Any], prefix: str) -> Iterator[tuple[str, str]]:
+        for key, item in value.items():
+            path = f"{prefix}/{key}"
+            if isinstance(item, str):
+                context = next((c for pattern, c in patterns if pattern.fullmatch(path)), None)
+                if context is not None:
+                    yield context, item
+            elif isinstance(item, dict):
+                yield from walk(item, path)
+            elif isinstance(item, list):
+                for i, element in enumerate(item):
+                    if isinstance(element, dict):
+                        yield from walk(element, f"{path}[{i}]")
+
+    yield from walk(schema, "")
+
+
+def schemas() -> Iterator[Found]:
+    """The labextension's settings schemas' strings (labextension/schema/*.json), each of which must name this
+    domain in ``jupyter.lab.internationalization``, or jupyterlab_server looks for it in JupyterLab's own."""
+    for path in sorted(SCHEMAS.glob("*.json")):
+        text = path.read_text(encoding="utf-8")
+        schema = json.loads(text)
+        where = path.relative_to(ROOT).as_posix()
+        domain = schema.get(SCHEMA_I18N, {}).get("domain")
+        if domain != DOMAIN:
+            raise SystemExit(f'{where}: "{SCHEMA_I18N}" must name the domain "{DOMAIN}", not {domain!r}')
+        for context, string in schema_strings(schema):
+            at = text.find(json.dumps(string, ensure_ascii=False))
+            yield (where, text.count("\n", 0, max(at, 0)) + 1), string, context
+
+
 def template(ts_messages: list[dict[str, Any]], creation_date: datetime | None = None) -> Catalog:
-    """The message template from the three sources, in their order (the sidebar's, Python's, the codes)."""
+    """The message template from the four sources, in their order (the sidebar's, Python's, the codes, the settings
+    schemas)."""
     catalog = Catalog(
         domain=DOMAIN,
         project="jupyter-gpumem",
@@ -91,7 +152,8 @@ def template(ts_messages: list[dict[str, Any]], creation_date: datetime | None =
         creation_date=creation_date,
         charset="utf-8",
     )
-    for source, python_format in ((typescript(ts_messages), False), (python(), True), (codes(), False)):
+    sources = ((typescript(ts_messages), False), (python(), True), (codes(), False), (schemas(), False))
+    for source, python_format in sources:
         for location, msgid, context in source:
             message = catalog.get(msgid[0] if isinstance(msgid, tuple) else msgid, context)
             if message is None:

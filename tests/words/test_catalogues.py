@@ -77,6 +77,31 @@ def test_the_template_holds_exactly_the_messages_the_sources_have_now(tmp_path: 
     assert {(code, template) for code, template in CATALOGUE.items()} <= extract.keys(committed)
 
 
+def test_every_schema_string_jupyterlab_server_translates_is_in_the_template_and_translated() -> None:
+    """What the server asks of the domain for the Settings editor, by its own walk of each schema (pgettext with the
+    context of the selector that matched), is what extraction finds, and each language translates it."""
+    from jupyterlab_server.translation_utils import translator
+
+    asked: list[tuple[str, str]] = []
+
+    class Recording:  # the server's bundle for our domain, as its walk calls it
+        def pgettext(self, context: str, message: str) -> str:
+            asked.append((context, message))
+            return message
+
+    for path in sorted(extract.SCHEMAS.glob("*.json")):
+        schema = json.loads(path.read_text(encoding="utf-8"))
+        assert schema["jupyter.lab.internationalization"]["domain"] == "jupyter_gpumem", path
+        translator._translate_schema_strings(Recording(), schema)
+    assert ("schema", "GPU Memory") in asked and ("settings", "Sampling interval (seconds)") in asked
+    assert sorted(asked) == sorted((context, msgid) for _, msgid, context in extract.schemas())
+    assert set(asked) <= extract.keys(extract.read(extract.TEMPLATE))
+    for language in LANGUAGES:
+        catalog = po(language)
+        untranslated = [key for key in asked if not extract.translated(catalog.get(key[1], key[0]))]
+        assert untranslated == [], language
+
+
 def test_the_extractor_takes_literals_wherever_they_are_and_refuses_anything_else(tmp_path: Path) -> None:
     source = tmp_path / "src"
     source.mkdir()
