@@ -2,8 +2,9 @@
 // `._n('…', '…', n)`, `._p('context', '…')` and `._np('context', '…', '…', n)` in labextension/src, parsed
 // by the TypeScript compiler (babel's JavaScript extractor misses calls nested in other calls' arguments).
 // A message must be a string literal, so the catalogue can hold it: any other argument is an error, except
-// the one call that translates a catalogue code's template (format/words.ts), whose messages come from
-// jupyter_gpumem/words/en.json instead.
+// the call that translates a catalogue code's template (format/words.ts), whose messages come from
+// jupyter_gpumem/words/en.json instead, and the one that translates a settings schema's strings
+// (format/settings.ts), whose messages come from labextension/schema/*.json.
 //
 //   node labextension/scripts/i18n-extract.mjs OUT.json [SOURCE_DIR]
 //
@@ -28,8 +29,12 @@ const CALLS = {
   _p: ['msgctxt', 'msgid'],
   _np: ['msgctxt', 'msgid', 'msgid_plural']
 };
-const CODE_CALL_FILE = 'labextension/src/format/words.ts';
-const CODE_TEMPLATE = /^catalogue\[\w+\]$/;
+// Calls whose messages the catalogue takes from elsewhere, by file: a code's template (format/words.ts, from
+// jupyter_gpumem/words/en.json) and a settings schema's string (format/settings.ts, from labextension/schema/*.json).
+const FROM_ELSEWHERE = {
+  'labextension/src/format/words.ts': /^catalogue\[\w+\]$/,
+  'labextension/src/format/settings.ts': /^schemaText$/
+};
 
 function files(dir) {
   return readdirSync(dir, { withFileTypes: true })
@@ -94,9 +99,10 @@ export function extract(source = path.join(root, 'labextension', 'src')) {
             message[role] = text;
           }
         });
+        const elsewhere = FROM_ELSEWHERE[relative];
         const codeCall =
-          relative === CODE_CALL_FILE &&
-          node.arguments.some(a => CODE_TEMPLATE.test(a.getText(parsed)));
+          elsewhere !== undefined &&
+          node.arguments.some(a => elsewhere.test(a.getText(parsed)));
         if (wrong.length === 0) {
           messages.push(message);
         } else if (!codeCall) {
