@@ -326,7 +326,7 @@ def now_lines(reading: Reading) -> list[str]:
             pass  # the estimate is the pool plus the overhead: the label says so
         elif split.pool_known and split.pool_bytes is not None and split.overhead is not None:
             line += " " + _("= {framework} pool {pool} + {outside} outside it ({basis})").format(
-                framework=reading.framework,
+                framework=words(reading.framework),
                 pool=format_mib(split.pool_bytes),
                 outside=format_mib(split.own_bytes - split.pool_bytes),
                 basis=split.overhead.describe().words(),
