@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from jupyter_gpumem.budget.attribution import Match
-from jupyter_gpumem.budget.framework_interface import Allocator
+from jupyter_gpumem.budget.framework_interface import Allocator, label
 from jupyter_gpumem.budget.limits import Limit, Limits
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.plan import Plan, make_plan
@@ -81,6 +81,20 @@ def s1_reading(taken_at: float = 1763740800.0, own_bytes: int = 4200 * MiB) -> R
         allocators={GPU_B: allocator},
         measured=lambda uuid: measured if uuid == GPU_B else None,
     )
+
+
+def two_frameworks_sample() -> dict[str, object]:
+    return encode_sample(two_frameworks_reading())
+
+
+def two_frameworks_reading() -> Reading:
+    """S1 with PyTorch imported beside TensorFlow: the plan applied to both, named together, in English in
+    ``framework`` and as a code in ``framework_said`` (which the sidebar words in its language)."""
+    snapshot = s1_snapshot()
+    plan = make_plan(parse(["fraction=0.5", "gpus=1"]), snapshot, lambda device: ESTIMATE)
+    adapters = (ADAPTERS["tensorflow"](), ADAPTERS["pytorch"]())
+    state = State(plan.policy, plan, adapters, True, label(adapters)[0], applied_at=1763740700.0)
+    return reading(snapshot, state, started=True, allocators={}, measured=lambda uuid: None)
 
 
 def applied(plan: Plan, framework: str) -> State:

@@ -63,6 +63,7 @@ def encode_sample(reading: Reading, notice: Notice | None = None, cells: list[Ce
         "policy_note": note,
         "policy_note_said": wire(note),
         "framework": state.framework,
+        "framework_said": wire(state.framework),  # several frameworks' names; one name is data, null here
         "framework_started": reading.started,
         "takes": takes,
         "takes_said": wire(takes),

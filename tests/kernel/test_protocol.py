@@ -7,11 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
-from protocol_fixtures import lost_sample, no_driver_sample, s1_sample
+from controller_fixtures import GPU_A, Framework, Machine, a100, make
+from protocol_fixtures import lost_sample, no_driver_sample, s1_sample, two_frameworks_sample
 
 from jupyter_gpumem._version import __version__
+from jupyter_gpumem.budget.policy import parse
 from jupyter_gpumem.kernel import protocol
 from jupyter_gpumem.units import MiB
+from jupyter_gpumem.wire import comm
+
+__all__ = ["make"]  # the fixture
 
 PROTOCOL_FIXTURES = Path(__file__).parents[1] / "fixtures" / "protocol"
 MALFORMED = sorted((PROTOCOL_FIXTURES / "malformed").glob("*.json"))
@@ -25,6 +30,7 @@ def test_the_encoder_emits_the_sample_fixtures_exactly():
     assert protocol.sample_message(s1_sample()) == fixture("sample.json")
     assert protocol.sample_message(lost_sample()) == fixture("sample_lost_gpu.json")
     assert protocol.sample_message(no_driver_sample()) == fixture("sample_no_driver.json")
+    assert protocol.sample_message(two_frameworks_sample()) == fixture("sample_two_frameworks.json")
 
 
 def test_the_hello_fixture_replays_history_without_process_tables():
@@ -52,6 +58,27 @@ def test_the_s1_sample_splits_the_budget_and_says_why_it_is_over():
     assert gpu1["over_reason"] == (
         "CUDA context + cuDNN/cuBLAS: 504 MiB outside TensorFlow's limit, 104 MiB more than the 400 MiB set aside"
     )
+
+
+def test_a_sample_names_several_imported_frameworks_as_a_code_and_one_by_its_name(make):
+    machine = Machine(a100(0, GPU_A))
+    tf, torch = Framework("TensorFlow"), Framework("PyTorch")
+    tf.is_imported = True
+    control = make(machine, tf, torch)
+    control.request(parse(["fraction=0.4"]))
+    one = protocol.sample_message(protocol.encode_sample(control.read(machine())))
+    # One name is data, worded nowhere: no code beside it.
+    assert (one["sample"]["framework"], one["sample"]["framework_said"]) == ("TensorFlow", None)
+    torch.is_imported = True
+    control._on_import(torch.module)
+    both = protocol.sample_message(protocol.encode_sample(control.read(machine())))
+    assert comm.MESSAGE.problem(both) is None
+    # The English for readers of 0.2.0 and older, the code for a sidebar to word in its language.
+    assert both["sample"]["framework"] == "TensorFlow and PyTorch"
+    assert both["sample"]["framework_said"] == {
+        "code": "frameworks_and",
+        "values": {"names": ["TensorFlow"], "last": "PyTorch"},
+    }
 
 
 def test_the_configure_fixture_is_accepted():

@@ -29,8 +29,11 @@ import {
   COMM_SCHEMA,
   PACKAGE_VERSION
 } from '../../labextension/src/wire/schema';
+import { chartLabels } from '../../labextension/src/format/chart';
+import { viewLines } from '../../labextension/src/format/panel';
+import { frameworkName } from '../../labextension/src/format/words';
 import { problem } from '../../labextension/src/wire/validate';
-import { trans } from './fixtures';
+import { bundle, trans } from './fixtures';
 
 type Json = Record<string, unknown>;
 
@@ -131,6 +134,55 @@ test("an older kernel's message reads as not known where it did not say, and as 
   assert.deepEqual(
     shipped.history.map(s => s.stalledSince),
     [null, null]
+  );
+});
+
+test("several frameworks' names are worded in the sidebar's language where the kernel sends their code, and an older kernel's English name is shown as it is", () => {
+  const ja = bundle('ja_JP');
+  const ours = (
+    parseMessage(
+      read(join(RELEASES, '0.2.0', 'protocol', 'sample_two_frameworks.json'))
+    ) as SampleMessage
+  ).sample;
+  const gpu = ours.gpus[1];
+  assert.equal(ours.framework, 'TensorFlow and PyTorch'); // what an older sidebar shows
+  assert.equal(frameworkName(ours, ja), 'TensorFlow と PyTorch');
+  assert.equal(frameworkName(ours, bundle('zh_CN')), 'TensorFlow 和 PyTorch');
+  assert.equal(
+    chartLabels(frameworkName(ours, ja), ja).framework,
+    'TensorFlow と PyTorch 使用中'
+  );
+  assert.match(
+    String(viewLines(ours, gpu, ja).breakdown),
+    /^TensorFlow と PyTorch /
+  );
+  assert.equal(
+    viewLines(ours, gpu, trans).breakdown,
+    'TensorFlow and PyTorch limit 3.6 GiB + 400 MiB set aside for CUDA and libraries (estimated)'
+  );
+  // A code this sidebar does not know (a newer kernel's): the English name.
+  const newer = {
+    ...ours,
+    frameworkSaid: { code: 'frameworks_both', values: {} }
+  };
+  assert.equal(frameworkName(newer, ja), 'TensorFlow and PyTorch');
+  // A kernel of 0.1.0 with both imported sent the English name alone (its schema's example): shown as it is.
+  const raw = read(join(RELEASES, '0.1.0', 'protocol', 'sample.json'));
+  const older = (
+    parseMessage({
+      ...raw,
+      sample: { ...(raw.sample as Json), framework: 'TensorFlow and PyTorch' }
+    }) as SampleMessage
+  ).sample;
+  assert.equal(older.frameworkSaid, null);
+  assert.equal(frameworkName(older, ja), 'TensorFlow and PyTorch');
+  assert.equal(
+    chartLabels(frameworkName(older, ja), ja).framework,
+    'TensorFlow and PyTorch 使用中'
+  );
+  assert.match(
+    String(viewLines(older, older.gpus[1], ja).breakdown),
+    /^TensorFlow and PyTorch /
   );
 });
 

@@ -4,7 +4,7 @@ import type { Notice, OverheadSource, Sample, SampleGpu } from '../wire/types';
 import { againstBudget, budgetShare, formatBytes, level } from './number';
 import { printable } from './printable';
 import type { ILine, Trans } from './trans';
-import { said } from './words';
+import { frameworkName, said } from './words';
 
 /** The panel's title (the header shows it in capitals, as the core panels do). */
 export function panelTitle(trans: Trans): string {
@@ -297,7 +297,7 @@ export function viewLines(
     headline: headline(gpu, sample, trans),
     own: ownLine(gpu, trans),
     note: budgetNote(gpu, sample, trans),
-    breakdown: breakdown(gpu, sample.framework, trans),
+    breakdown: breakdown(gpu, frameworkName(sample, trans), trans),
     reason: overLine(gpu, trans),
     policy: policyLine(sample, trans),
     limits: limits.filter(line => line).join('\n') || null,
@@ -322,8 +322,8 @@ function sourceWords(
 /**
  * How the budget splits: "TensorFlow pool 3.6 GiB + 504 MiB outside it (measured) = 4.1 GiB" once
  * the framework reports its pool, else "TensorFlow limit 3.6 GiB + 400 MiB set aside for CUDA and
- * libraries (estimated)"; "Allocator …" when the framework is not known yet. Null when there is no
- * budget to split (or the GPU is hidden or lost).
+ * libraries (estimated)"; "Allocator …" when the framework is not known yet. `framework` as
+ * frameworkName() words it. Null when there is no budget to split (or the GPU is hidden or lost).
  */
 export function breakdown(
   gpu: SampleGpu,

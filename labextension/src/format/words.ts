@@ -9,7 +9,7 @@
  * (tests/ts/words.test.ts fails when the copy differs); a language is one more catalogue.
  */
 
-import type { Said } from '../wire/types';
+import type { Said, Sample } from '../wire/types';
 import en from './catalogue/en.json';
 import { clock, duration, formatBytes, mibFigure } from './number';
 import type { Trans } from './trans';
@@ -143,4 +143,17 @@ export function said(
   catalogue: Catalogue = ENGLISH
 ): string | null {
   return (code ? word(code, trans, catalogue) : null) ?? sentence;
+}
+
+/** Whose figures these are, in this catalogue's language (the breakdown's and the chart legend's name): several
+ * frameworks' names worded from the code beside the sample's `framework` ("TensorFlow と PyTorch"); the plain
+ * string where there is none (one name is data; a kernel of 0.2.0 or older sends no code) or this catalogue
+ * cannot word it. Null while several are installed and none is imported. Text from the GPU host: put it
+ * through printable() before it is shown. */
+export function frameworkName(
+  sample: Pick<Sample, 'framework' | 'frameworkSaid'>,
+  trans: Trans,
+  catalogue: Catalogue = ENGLISH
+): string | null {
+  return said(sample.framework, sample.frameworkSaid, trans, catalogue);
 }

@@ -99,6 +99,10 @@ export const COMM_SCHEMA = {
           default: null
         },
         framework: { type: ['string', 'null'] },
+        framework_said: {
+          anyOf: [{ $ref: '#/$defs/said' }, { type: 'null' }],
+          default: null
+        },
         framework_started: { type: 'boolean' },
         takes: { type: ['string', 'null'], default: null },
         takes_said: {

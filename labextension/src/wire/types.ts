@@ -211,6 +211,10 @@ export interface Sample {
    */
   framework: string | null;
   /**
+   * Several frameworks' names as a code and its values (frameworks_and or frameworks_or, docs/protocol.md, 'Codes and words'), which a reader of this release words in its language; framework says them in English for older readers, and is shown where this is absent (an older sender, or one framework: its name is data) or its code is not known (a newer one). Absent means null.
+   */
+  frameworkSaid: Said | null;
+  /**
    * Its runtime has started (its settings are fixed).
    */
   frameworkStarted: boolean;
