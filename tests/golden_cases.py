@@ -182,7 +182,7 @@ def view(sample: dict[str, Any], gpu: dict[str, Any]) -> dict[str, Any]:
         "headline": line(viewtext.headline(gpu, sample)),
         "own": line(viewtext.own_line(gpu)),
         "note": viewtext.budget_note(gpu, sample),
-        "breakdown": viewtext.breakdown(gpu, sample["framework"]),
+        "breakdown": viewtext.breakdown(gpu, viewtext.framework_name(sample)),
         "reason": viewtext.over_line(gpu),
         "policy": line(viewtext.policy_line(sample)),
         "limits": viewtext.limit_lines(gpu, sample),

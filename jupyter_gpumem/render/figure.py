@@ -113,7 +113,7 @@ def plot(
         values=values,
         top=history.y_top(values),
         total=history.peak(values["total"]),
-        labels=viewtext.chart_labels(latest.get("framework")),
+        labels=viewtext.chart_labels(viewtext.framework_name(latest)),
         marks=[m for m in series.marks if x0 <= m.t <= x1],
         cells=_cells_in_view(kept, series.t[-1], x0, x1),
     )

@@ -175,6 +175,20 @@ def limit_lines(gpu: SampleGpu, sample: Sample) -> str | None:
     return "\n".join(lines) or None
 
 
+def framework_name(sample: Mapping[str, Any]) -> str | None:
+    """The sample's framework for a sentence in the language in use: several frameworks' names worded from
+    their code (``framework_said``, "TensorFlow と PyTorch"), else the plain ``framework`` (one name, or an
+    older kernel's English); an unknown code or bad values fall back to the plain string too."""
+    said = sample.get("framework_said")
+    if isinstance(said, Mapping):
+        try:
+            return word_wire(said)
+        except (KeyError, TypeError, ValueError):
+            pass
+    framework = sample.get("framework")
+    return framework if isinstance(framework, str) else None
+
+
 def breakdown(gpu: SampleGpu, framework: str | None) -> str | None:
     pool, aside, kind, own = (
         gpu.get("pool_bytes"),

@@ -10,6 +10,7 @@ import {
   headline,
   overLine
 } from './panel';
+import { frameworkName } from './words';
 import type { ILine, Trans } from './trans';
 
 /**
@@ -54,7 +55,7 @@ export function statusTooltip(
   return [
     headline(gpu, sample, trans).text,
     budgetNote(gpu, sample, trans),
-    breakdown(gpu, sample.framework, trans),
+    breakdown(gpu, frameworkName(sample, trans), trans),
     overLine(gpu, trans),
     deviceLine(gpu, trans),
     server,

@@ -18,6 +18,7 @@ import {
 } from '../format/panel';
 import { printable } from '../format/printable';
 import { Trans } from '../format/trans';
+import { frameworkName } from '../format/words';
 import { ISeries, gpuKey } from '../model/history';
 import type { Sample, SampleGpu } from '../wire/types';
 import { ProcessTable } from './table';
@@ -125,7 +126,7 @@ export class MemoryView {
     // The chart first: plotly reads the layout before it draws, which is then not yet made stale by
     // the lines and the table (one layout for all of them after the chart, not two).
     if (!gpu.lost) {
-      this._chart.render(series, windowMs, latest.framework);
+      this._chart.render(series, windowMs, frameworkName(latest, trans));
     }
     this.body.classList.toggle('jp-mod-stale', stale);
     const lines = viewLines(latest, gpu, trans);
