@@ -18,6 +18,7 @@ import {
 import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { translateSchema } from './format/settings';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
@@ -80,6 +81,12 @@ const kernels: JupyterFrontEndPlugin<KernelFollower> = {
       });
     });
     if (registry) {
+      registry.transform(PLUGIN_ID, {
+        fetch: plugin => ({
+          ...plugin,
+          schema: translateSchema(plugin.schema, trans)
+        })
+      });
       // Not awaited: the views appear at once; the settings follow when loaded.
       registry
         .load(PLUGIN_ID)
@@ -135,9 +142,10 @@ const sidebar: JupyterFrontEndPlugin<void> = {
     const text = uiText(trans);
     const openSettings = () => {
       if (app.commands.hasCommand('settingeditor:open')) {
-        // The editor's search matches titles: the schema's (schema/plugin.json).
+        // The editor's search matches titles: the schema's (schema/plugin.json), as the kernels plugin's
+        // transform words it (format/settings.ts: the title in the "schema" context).
         void app.commands.execute('settingeditor:open', {
-          query: 'GPU Memory'
+          query: trans._p('schema', 'GPU Memory')
         });
       }
     };

@@ -2,10 +2,11 @@
  * The Settings editor's words for GPU Memory (labextension/schema/plugin.json) in the interface's language.
  *
  * jupyterlab_server translates a schema's titles and descriptions only from language packs, never from a package's
- * own catalogue (docs/i18n-plumbing.md, "Settings schema strings stay English"), so the schema comes to the page in
- * English. These are the strings it would translate, in the context it would ask each in
+ * own catalogue (docs/i18n-plumbing.md, "Settings schema strings"), so the schema comes to the page in English.
+ * These are the strings it would translate, in the context it would ask each in
  * (translation_utils.DEFAULT_SCHEMA_SELECTORS, the same table as jupyter_gpumem/i18n/extract.py SCHEMA_SELECTORS,
- * which puts them in the catalogue): a settings-registry `fetch` transform can word them with our bundle.
+ * which puts them in the catalogue): the kernels plugin's settings-registry `fetch` transform (index.ts) words them
+ * with our bundle.
  */
 
 import type { Trans } from './trans';
