@@ -95,7 +95,13 @@ def check_inline_view(page: Page, lab: Lab, name: str, screenshot: str) -> None:
     expect(page.locator(".jp-GpuMem-inline")).to_have_count(2)
     second = page.locator(".jp-GpuMem-inline").nth(1)
     expect(second.locator(".jp-GpuMem-headline")).to_contain_text("5.9 of 20.0 GiB budget")
-    assert chart_points(page, 1) > 2  # the second view's chart starts from the replayed history, not empty
+    # The second view's chart starts from the replayed history, not empty (drawn in a frame after its headline,
+    # once plotly's chunk is in: waited for, not read at once).
+    page.wait_for_function(
+        """() => (document.querySelectorAll('.jp-GpuMem-inline')[1]?.querySelector('.jp-GpuMem-plot')
+                    ?._fullData?.find(t => t.uid === 'own')?.x.length ?? 0) > 2""",
+        timeout=10_000,
+    )
     view.get_by_role("button", name="Stop").click()
     # Stopped, it leaves the recorded history as a plotly figure (plotly's own renderer), the headline above it.
     still = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).locator(".jp-RenderedPlotly")
