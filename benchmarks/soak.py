@@ -679,7 +679,9 @@ class Soak:
         if not found["quiet"]:
             self.gaps.append(f"cycle {phase.cycle} {phase.name}: kernel {self.kernel_pid} not quiet before it went")
         self.replaced.append(self.kernel_pid)
-        self.settle(5)  # what it sent before it goes has reached the page (or is missing)
+        # What it sent before it goes has reached the page (or is missing): a server restart reloads the page, which
+        # forgets what it has not handed over yet. Up to 15 s on a loaded machine; at once when all is in.
+        self.settle(15)
 
     def restart_kernel(self, phase: Phase) -> None:
         self.last_look(phase)
@@ -749,7 +751,7 @@ def run(
             soak.begin_kernel(soak.browser.open(reset=True), first)
             for cycle, spec in phases:
                 soak.run_phase(cycle, spec)
-            soak.settle(10)
+            soak.settle(20)
         finally:
             chromium.close()
             lab.stop()
