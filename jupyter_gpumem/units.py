@@ -142,13 +142,15 @@ _UNITS = {"tib": 1 << 40, "gib": GiB, "mib": MiB, "kib": 1 << 10, "gb": 10**9, "
 
 
 def parse_bytes(text: str) -> int | None:
-    """ "6GiB", "512MiB", "4GB", "1.5 GiB" -> bytes; None when the text is not a size with a unit."""
+    """ "6GiB", "512MiB", "4GB", "1.5 GiB" -> bytes; None when the text is not a size with a unit, or not a finite
+    one. values.size also bounds it (what a setting or an argument accepts)."""
     cleaned = text.strip().lower().replace(" ", "")
     for unit, scale in _UNITS.items():
         if cleaned.endswith(unit):
             number = cleaned[: -len(unit)]
             try:
-                return round(float(number) * scale)
+                value = float(number) * scale
             except ValueError:
                 return None
+            return round(value) if math.isfinite(value) else None  # "1e309GiB", "infGiB", "nanGiB": no size
     return None

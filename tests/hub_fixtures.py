@@ -32,7 +32,7 @@ from typing import Any
 import psutil
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from server_fixtures import clean_environment, free_port, http, stop, wait_for
+from server_fixtures import clean_environment, free_port, http, stop, strict_json, wait_for
 
 import jupyter_gpumem
 from jupyter_gpumem import standin
@@ -481,7 +481,7 @@ class Fleet:
 
         status, data = http(f"{self.service}api/rows", ADMIN_TOKEN)
         assert status == 200, (status, data[:300])
-        return dict(json.loads(data))
+        return dict(strict_json(data))
 
 
 def _start(command: list[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:

@@ -63,6 +63,15 @@ def eventually(assertion: Callable[[], T], timeout: float = 30, interval: float 
             time.sleep(interval)
 
 
+def strict_json(text: bytes | str) -> Any:
+    """JSON as a browser's JSON.parse reads it: NaN and Infinity are not JSON, and no answer of ours may hold them."""
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{name} in a JSON answer, which JSON.parse refuses")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 def http(url: str, token: str | None = None, method: str = "GET", body: Any = None) -> tuple[int, bytes]:
     """Status and body, also for an error status."""
     headers = {"Authorization": f"token {token}"} if token else {}
@@ -88,7 +97,7 @@ class Server:
     def api(self) -> dict[str, Any]:
         status, body = self.get("/api/gpumem/v1")
         assert status == 200, (status, body)
-        return dict(json.loads(body))
+        return dict(strict_json(body))
 
     def metrics(self) -> str:
         status, body = self.get("/metrics")

@@ -21,6 +21,7 @@ whatever its type, naming the source it came from; it is also logged, for the ad
 from __future__ import annotations
 
 import logging
+import math
 import os
 from contextlib import suppress
 from copy import deepcopy
@@ -37,8 +38,9 @@ from traitlets.config.loader import (
     PyFileConfigLoader,
 )
 
+from jupyter_gpumem import values
 from jupyter_gpumem.budget.plan import Ceiling
-from jupyter_gpumem.budget.policy import Policy, PolicyError, parse_value
+from jupyter_gpumem.budget.policy import Policy, PolicyError, limit_refused, parse_value
 from jupyter_gpumem.budget.privacy import Level, level_of, most_private
 from jupyter_gpumem.gpu.reader import DEADLINE_S
 from jupyter_gpumem.i18n import gettext as _
@@ -66,7 +68,7 @@ def forms() -> dict[str, str]:
         "max_fraction": _('a number such as 0.5, or a string such as "0.5" or "50%"'),
         "max_limit": _('a size string such as "20GiB", or a whole number of bytes such as 2e10'),
         "privacy": _('"aggregate", "names" or "list"'),
-        "nvml_deadline_s": _("a number of seconds, 0 or more, such as 1 or 0.5"),
+        "nvml_deadline_s": _("a number of seconds from 0 to {most:g}, such as 1 or 0.5").format(most=MAX_DEADLINE_S),
     }
 
 
@@ -79,15 +81,22 @@ def _env(name: str) -> str:
     return os.environ.get(environment_variable(name), "").strip()
 
 
+# A driver that has not answered in a minute is stalled: a longer deadline holds cells as long (gpu/reader.py).
+MAX_DEADLINE_S = 60.0
+
+
 class _Number(Float):  # type: ignore[type-arg]
-    """A float or an int, not a bool: True is an int to Python, but no one means it as a fraction."""
+    """A finite float or an int, not a bool: True is an int to Python, but no one means it as a fraction."""
 
     info_text = "a number"
 
     def validate(self, obj: Any, value: Any) -> Any:
         if isinstance(value, bool):
             self.error(obj, value)
-        return super().validate(obj, value)
+        found = super().validate(obj, value)
+        if not math.isfinite(found):  # NaN passes min= and max=
+            self.error(obj, value)
+        return found
 
 
 class _Whole(Int):  # type: ignore[type-arg]
@@ -213,6 +222,7 @@ class GpumemConfig(Configurable):
     nvml_deadline_s = _Number(
         DEADLINE_S,
         min=0.0,
+        max=MAX_DEADLINE_S,
         help="Seconds a %gpumem command, a framework's import and the out-of-memory advice wait for the NVIDIA "
         "driver before they go on with the last figures it gave, saying since when it has not answered. The "
         "driver is read on a thread of its own, so a stalled driver never holds a cell longer than this. Default: "
@@ -263,10 +273,8 @@ class GpumemConfig(Configurable):
     def _nvml_deadline_s(self) -> float:
         text = _env("nvml_deadline_s")
         try:
-            value = float(text or DEADLINE_S)
-        except ValueError:
-            value = -1.0
-        if not value >= 0:  # NaN too
+            return values.number(text or DEADLINE_S, 0, MAX_DEADLINE_S)
+        except values.Refused:
             self.refused["nvml_deadline_s"] = _(
                 "{variable}={text} was ignored: it takes {form}. Until it is corrected, {deadline} s applies; the "
                 "other settings apply."
@@ -277,7 +285,6 @@ class GpumemConfig(Configurable):
                 deadline=f"{DEADLINE_S:g}",
             )
             return DEADLINE_S
-        return value
 
     def _find_my_config(self, cfg: Config) -> Any:
         """This class's section of ``cfg`` less the values its traits refuse, each remembered in ``refused``.
@@ -605,12 +612,11 @@ def _policy_fields(key: str, value: Any) -> dict[str, object] | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     word = key.removeprefix("max_")  # the %gpumem argument with the same forms
-    if word == "limit" and isinstance(value, int):
-        if value <= 0:
-            raise PolicyError(
-                _("limit={value} must be above zero; use limit=6GiB or a whole number of bytes.").format(value=value)
-            )
-        return {"limit_bytes": value}
+    if word == "limit" and isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return {"limit_bytes": values.byte_count(value)}
+        except values.Refused as refused:
+            raise PolicyError(limit_refused(refused, value)) from None
     if isinstance(value, bool):
         text = "on" if value else "off"
     elif isinstance(value, list):

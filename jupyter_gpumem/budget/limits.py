@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from jupyter_gpumem import values
 from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.i18n import gettext as _
@@ -30,7 +31,7 @@ PIPE = "CUDA_MPS_PIPE_DIRECTORY"
 DEFAULT_PIPE = "/tmp/nvidia-mps"
 FORM = "0=1G,1=512MB"
 
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGT])B?", re.IGNORECASE)
+_SIZE = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,15})?)([KMGT])B?", re.IGNORECASE)  # ASCII, bounded: never inf
 _SCALE = {"K": 1 << 10, "M": MiB, "G": GiB, "T": 1 << 40}
 
 
@@ -50,7 +51,7 @@ def parse_pinned(text: str) -> dict[int, int]:
         raise refuse(Said("mps_limit_empty"))
     for item in text.split(","):
         ordinal, sep, size = (part.strip() for part in item.partition("="))
-        if not sep or not ordinal.isdigit():
+        if not sep or not values.DIGITS.fullmatch(ordinal):
             raise refuse(Said("mps_limit_no_ordinal", item=repr(item.strip())))
         found = _SIZE.fullmatch(size)
         if found is None:
@@ -88,7 +89,7 @@ def cuda_order(visible: str | None, devices: Sequence[tuple[int, str]]) -> list[
         return ordered
     chosen: list[str] = []
     for item in (entry.strip() for entry in visible.split(",")):
-        if item.isdigit():
+        if values.DIGITS.fullmatch(item):
             match = [uuid for index, uuid in devices if index == int(item)]
         elif item.startswith("GPU-"):
             match = [uuid for uuid in ordered if uuid.startswith(item)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from jupyter_gpumem import values
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.policy import Policy, PolicyError
 from jupyter_gpumem.gpu.model import Device, Snapshot
@@ -102,7 +103,7 @@ def _select(policy: Policy, devices: tuple[Device, ...]) -> tuple[list[Device], 
         return list(devices), []
     chosen = []
     for item in policy.gpus:
-        if item.isdigit():
+        if values.DIGITS.fullmatch(item):
             match = [d for d in devices if d.index == int(item)]
         else:
             match = [d for d in devices if d.uuid == item]

@@ -5,12 +5,15 @@ A Policy says nothing about any particular GPU; plan.py turns it into per-GPU bu
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields, replace
 
+from jupyter_gpumem import values
 from jupyter_gpumem.i18n import gettext as _
-from jupyter_gpumem.units import format_mib, parse_bytes
+from jupyter_gpumem.units import format_mib
 
+# threads=, intra=, inter=: TensorFlow takes any int32 and then fails every op it cannot give a pool of that many
+# threads (issue 43); beyond the largest machines' CPU count, more threads only starve the others.
+MAX_THREADS = 1024
 FRAMEWORKS = ("auto", "tensorflow", "pytorch", "jax")
 ALIASES = {"tf": "tensorflow", "torch": "pytorch"}
 
@@ -93,9 +96,9 @@ def accepted(key: str) -> str:
         "limit": _("limit=6GiB (a size with a unit: GiB, MiB, GB or MB)"),
         "growth": _("growth=on or growth=off"),
         "gpus": _("gpus=1, gpus=0,2, gpus=GPU-<uuid> or gpus=none"),
-        "threads": _("threads=2 (a whole number of at least 1)"),
-        "intra": _("intra=2 (a whole number of at least 1)"),
-        "inter": _("inter=1 (a whole number of at least 1)"),
+        "threads": _("threads=2 (a whole number from 1 to {most})").format(most=MAX_THREADS),
+        "intra": _("intra=2 (a whole number from 1 to {most})").format(most=MAX_THREADS),
+        "inter": _("inter=1 (a whole number from 1 to {most})").format(most=MAX_THREADS),
         "framework": _("framework=auto, tensorflow, pytorch or jax"),
         "strict": _("strict=on or strict=off"),
         "mps": _("mps=on or mps=off"),
@@ -116,45 +119,43 @@ def _switch(key: str, value: str) -> bool:
     )
 
 
+def limit_refused(refused: values.Refused, value: object) -> str:
+    """The sentence for a ``limit=`` that ``values.size`` or ``values.byte_count`` refused."""
+    said = {
+        "not_size": _("limit={value} is not a size; use {accepted}."),
+        "not_positive": _("limit={value} must be above zero; use {accepted}."),
+        "too_large": _("limit={value} is beyond any GPU's memory (at most {most}); use {accepted}."),
+    }[refused.kind]
+    return said.format(value=values.shown(value), most=f"{values.MAX_BYTES >> 40} TiB", accepted=accepted("limit"))
+
+
 def _count(key: str, value: str) -> int:
     try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
+        return values.whole(value, 1, MAX_THREADS)
+    except values.Refused:
         raise PolicyError(
-            _("{key}={value} is not a whole number of at least 1; use {accepted}.").format(
-                key=key, value=value, accepted=accepted(key)
+            _("{key}={value} is not a whole number from 1 to {most}; use {accepted}.").format(
+                key=key, value=values.shown(value), most=MAX_THREADS, accepted=accepted(key)
             )
-        )
-    return number
+        ) from None
 
 
 def parse_value(key: str, value: str) -> dict[str, object]:
     """One ``key=value`` as Policy fields. Raises PolicyError with the sentence to show."""
     if key == "fraction":
         try:
-            fraction = float(value.rstrip("%")) / (100 if value.endswith("%") else 1)
-        except ValueError:
-            raise PolicyError(
-                _("fraction={value} is not a number; use {accepted}.").format(value=value, accepted=accepted(key))
-            ) from None
-        if not (0 < fraction <= 1) or math.isnan(fraction):
-            raise PolicyError(
-                _("fraction={value} is outside (0, 1]; use {accepted}.").format(value=value, accepted=accepted(key))
-            )
-        return {"fraction": fraction}
+            return {"fraction": values.fraction(value)}
+        except values.Refused as refused:
+            said = {
+                "not_number": _("fraction={value} is not a number; use {accepted}."),
+                "outside": _("fraction={value} is outside (0, 1]; use {accepted}."),
+            }[refused.kind]
+            raise PolicyError(said.format(value=values.shown(value), accepted=accepted(key))) from None
     if key == "limit":
-        size = parse_bytes(value)
-        if size is None:
-            raise PolicyError(
-                _("limit={value} is not a size; use {accepted}.").format(value=value, accepted=accepted(key))
-            )
-        if size <= 0:
-            raise PolicyError(
-                _("limit={value} must be above zero; use {accepted}.").format(value=value, accepted=accepted(key))
-            )
-        return {"limit_bytes": size, "limit_as_typed": value}
+        try:
+            return {"limit_bytes": values.size(value), "limit_as_typed": value}
+        except values.Refused as refused:
+            raise PolicyError(limit_refused(refused, value)) from None
     if key == "growth":
         return {"growth": _switch(key, value)}
     if key == "strict":
@@ -166,10 +167,10 @@ def parse_value(key: str, value: str) -> dict[str, object]:
             return {"gpus": ()}
         items = tuple(item.strip() for item in value.split(","))
         for item in items:
-            if not (item.isdigit() or item.startswith(("GPU-", "MIG-"))):
+            if not (values.DIGITS.fullmatch(item) or item.startswith(("GPU-", "MIG-"))):
                 raise PolicyError(
                     _("gpus={value} names no GPU in {item}; use {accepted}.").format(
-                        value=value, item=repr(item), accepted=accepted(key)
+                        value=values.shown(value), item=repr(values.shown(item)), accepted=accepted(key)
                     )
                 )
         if len(set(items)) != len(items):

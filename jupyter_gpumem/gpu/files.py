@@ -17,7 +17,7 @@ def replace_json(path: Path, data: Any, durable: bool = True, **dump: Any) -> No
     handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out, **dump)
+            json.dump(data, out, allow_nan=False, **dump)  # NaN and Infinity are not JSON
             if durable:
                 out.flush()
                 os.fsync(out.fileno())

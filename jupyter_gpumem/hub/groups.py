@@ -6,19 +6,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from jupyter_gpumem import values
 from jupyter_gpumem.budget.config import environment_variable
-from jupyter_gpumem.units import parse_bytes
 
 CEILINGS = ("max_fraction", "max_limit")
 
 
 def _ceiling_value(name: str, text: str) -> float:
-    if name == "max_fraction":
-        return float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
-    value = parse_bytes(text)
-    if value is None:
-        raise ValueError(f"{name}={text!r} is not a size such as '20GiB'")
-    return float(value)
+    """The ceiling as a number to compare; ``values.Refused`` (a ValueError naming the setting) for one that is not
+    a ceiling: a NaN would compare as neither lower nor higher, and turn the ceiling off in every kernel."""
+    try:
+        return values.fraction(text) if name == "max_fraction" else float(values.size(text))
+    except values.Refused as refused:
+        raise values.Refused(f"{name}={text!r}: {refused}", refused.kind) from None
 
 
 def group_settings(groups: list[str], policies: Mapping[str, Mapping[str, str]]) -> dict[str, str]:

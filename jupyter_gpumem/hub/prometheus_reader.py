@@ -18,7 +18,6 @@ server's kernel manager, in ``/api/gpumem/v1`` only), and ``stale`` versus ``not
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import time
@@ -29,6 +28,7 @@ from urllib.parse import urlencode
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
+from jupyter_gpumem import values
 from jupyter_gpumem.hub.poll import PollStats
 from jupyter_gpumem.hub.rows import ID, MAX_BYTES, MAX_GPUS, MAX_KERNELS, NAME, GpuRow, Row, unreadable
 from jupyter_gpumem.words import Said
@@ -102,7 +102,7 @@ def _id(labels: dict[str, str], key: str) -> str:
 
 def _index(labels: dict[str, str]) -> int:
     value = labels.get("gpu_index", "")
-    if not (value.isdigit() and int(value) < MAX_GPUS):
+    if not (values.DIGITS.fullmatch(value) and int(value) < MAX_GPUS):
         raise Invalid("its gpu_index label is not a GPU's index")
     return int(value)
 
@@ -336,9 +336,11 @@ class PrometheusReader:
         except (OSError, asyncio.TimeoutError) as error:
             raise _Unusable(f"it cannot be reached ({error or type(error).__name__})") from error
         try:
-            answer = json.loads(response.body)
-        except ValueError as error:
-            raise _Unusable("its answer is not JSON") from error
+            answer = values.loads(response.body)
+        except values.Refused as error:
+            raise _Unusable(
+                "its answer is not JSON" if error.kind == "not_json" else f"its answer is unusable: {error}"
+            ) from error
         return _samples(answer, MAX_SERVERS * 4)
 
     async def read(self) -> None:
@@ -352,9 +354,11 @@ class PrometheusReader:
         try:
             found = await asyncio.gather(*(self._query(expr) for expr in QUERIES.values()))
             rows, gpus, scraped, failed = rows_of_answers(dict(zip(QUERIES, found, strict=True)))
-        except _Unusable as error:
+        except Exception as error:  # _Unusable, or whatever else an answer causes: one sentence, never the loop's end
+            if not isinstance(error, _Unusable):
+                log.warning("reading Prometheus's answers failed", exc_info=True)
             self._failing_since = self._failing_since or now
-            self.problem = Said("prometheus_unreadable", url=self.url, error=str(error))
+            self.problem = Said("prometheus_unreadable", url=self.url, error=str(error) or type(error).__name__)
             self.rows = [replace(r, problem=Said("not_answering", error=str(error)), stale_since=self._failing_since)
                          for r in self._good]  # fmt: skip
             scraped = failed = 0

@@ -30,6 +30,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from tornado import web
 
+from jupyter_gpumem import values
 from jupyter_gpumem.hub import page_words
 from jupyter_gpumem.hub.language import choose, tag
 from jupyter_gpumem.hub.poll import Poller, write_targets
@@ -113,7 +114,7 @@ PAGE_TEMPLATE = (Path(__file__).parent / "page.html").read_text(encoding="utf-8"
 
 
 def _script_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False).replace("</", "<\\/")
+    return json.dumps(value, ensure_ascii=False, allow_nan=False).replace("</", "<\\/")
 
 
 @cache
@@ -157,6 +158,7 @@ def render_rows(poller: Source) -> bytes:
             "rows": rows,
         },
         separators=(",", ":"),
+        allow_nan=False,  # NaN is not JSON: fail, never emit it
     ).encode()
 
 
@@ -179,6 +181,17 @@ class _Base(HubOAuthenticated, web.RequestHandler):  # type: ignore[misc]  # jup
         self.views = views
 
 
+# Where the page's XSRF token goes: the content of its <meta name="xsrf-token">, empty in page.html.
+XSRF_SLOT = b'<meta name="xsrf-token" content="">'
+
+
+def with_xsrf(html: bytes, token: str | bytes) -> bytes:
+    """The page with the request's XSRF token in its ``<meta name="xsrf-token">`` (escaped, although JupyterHub's
+    token is URL-safe base64), which its script sends as ``X-XSRFToken`` on every request it makes."""
+    text = token.decode("ascii", "replace") if isinstance(token, bytes) else token
+    return html.replace(XSRF_SLOT, b'<meta name="xsrf-token" content="%s">' % escape(text, quote=True).encode(), 1)
+
+
 class PageHandler(_Base):
     hub_scopes = PAGE_SCOPES
 
@@ -186,7 +199,17 @@ class PageHandler(_Base):
     def get(self) -> None:
         self.set_header("Content-Type", "text/html; charset=utf-8")
         self.set_header("Vary", "Accept-Language")  # a cache keeps a page per language
-        self.finish(page(choose(self.request.headers.get("Accept-Language"))))
+        html = page(choose(self.request.headers.get("Accept-Language")))
+        # JupyterHub (5 and 6) accepts the page's cookie-authenticated fetch() only with the XSRF token
+        # (jupyterhub/_xsrf_utils.py: _needs_check_xsrf, check_xsrf_cookie); HubOAuth's xsrf_token is the _xsrf
+        # cookie's value, set on this navigation when missing or stale (get_xsrf_token), so the two match. A
+        # request that brought its own API token in a header needs none (its fetches bring it too; the hub skips
+        # the check): it gets the page as every such client does, and no _xsrf cookie. A ?token= in the URL is
+        # kept in the OAuth cookie (HubAuth._persist_url_token_if_set): the page's fetches are then by cookie.
+        if not getattr(self, "_token_authenticated", False) or self.get_argument("token", ""):
+            self.set_header("Cache-Control", "no-store")  # the page now holds this login's token: no cache keeps it
+            html = with_xsrf(html, self.xsrf_token)
+        self.finish(html)
 
 
 class MetricsHandler(_Base):
@@ -200,6 +223,14 @@ class MetricsHandler(_Base):
 
 class JsonHandler(_Base):
     hub_scopes = PAGE_SCOPES
+
+    def get_login_url(self) -> str:
+        """The page's fetch() without a valid login (or XSRF token) gets 403, and the page asks for a reload: sent
+        to the hub's OAuth, it would come back to this URL with the same token and go round until the browser
+        stops it (ERR_TOO_MANY_REDIRECTS). A navigation to the URL is sent through the OAuth as the page is."""
+        if self.request.headers.get("Sec-Fetch-Mode", "navigate") != "navigate":
+            raise web.HTTPError(403)
+        return str(super().get_login_url())
 
     @web.authenticated
     def get(self) -> None:
@@ -225,12 +256,13 @@ def make_app(poller: Source, prefix: str) -> web.Application:
     )
 
 
-def _setting(name: str, default: float) -> float:
+def _setting(name: str, default: float, most: float = 1e9) -> float:
+    """A positive number from the environment; one that is not (NaN, inf, 0, "lots") is said, and the default used."""
     text = os.environ.get(f"JUPYTER_GPUMEM_HUB_{name}", "")
     try:
-        return float(text) if text else default
-    except ValueError:
-        log.warning("JUPYTER_GPUMEM_HUB_%s=%r is not a number; using %g", name, text, default)
+        return values.number(text, 1e-3, most) if text else default
+    except values.Refused as refused:
+        log.warning("JUPYTER_GPUMEM_HUB_%s=%r: %s; using %g", name, values.shown(text), refused, default)
         return default
 
 

@@ -9,6 +9,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
+from jupyter_gpumem import values
 from jupyter_gpumem.budget.policy import PolicyError, parse
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.kernel.control import Controller, say
@@ -92,6 +93,7 @@ Administrators set defaults and ceilings with JUPYTER_GPUMEM_* variables or c.Gp
 
 
 CELLS_SHOWN = 20  # the last cells %gpumem cells lists, unless told how many
+MAX_CELLS_SHOWN = 10_000
 
 # How long a one-off status call watches new processes to give them a CPU% figure.
 STATUS_CPU_WINDOW_S = 0.2
@@ -136,8 +138,16 @@ class GpumemMagics(Magics):
             display(self._stream.add_view())  # type: ignore[no-untyped-call]
         elif command == "reset" and len(words) <= 1:
             say(control.reset())
-        elif command == "cells" and (len(words) == 1 or (len(words) == 2 and words[1].isdigit())):
-            shown = int(words[1]) if len(words) == 2 else CELLS_SHOWN
+        elif command == "cells" and len(words) <= 2:
+            try:
+                shown = values.whole(words[1], 0, MAX_CELLS_SHOWN) if len(words) == 2 else CELLS_SHOWN
+            except values.Refused:
+                _refuse(
+                    _(
+                        "%gpumem cells {count}: the count is a whole number from 0 to {most}, such as %gpumem cells 20."
+                    ).format(count=repr(values.shown(words[1])), most=MAX_CELLS_SHOWN)
+                )
+                return
             display(report(self._cells, control, self._stream.sampler.interval_s, shown))  # type: ignore[no-untyped-call]
         elif command == "free" and len(words) <= 1:
             say(free.lines(release(self.shell, control)))

@@ -4,7 +4,9 @@ The kernel's sampler thread replaces a small JSON file beside the kernel's conne
 ``<runtime dir>/jupyter-gpumem/kernel-<id>.json`` for ``<runtime dir>/kernel-<id>.json``. The server
 extension reads these on its own thread. A busy kernel (a cell running) keeps sampling on its own
 thread; a busy server reads the files later; neither sends the other a message that waits in a
-queue. The runtime directory is the user's own (mode 0700), so other users cannot read it.
+queue. Both files live only in a folder of the user's own (``private_directory``: 0700, theirs, not a link); where
+``jupyter-gpumem/`` is another user's, or open to others (a shared runtime directory), the kernel says so once in its
+log and keeps its report in memory only: its sidebar is unaffected, and its server sees it as not reporting.
 
 The file (docs/server.md):
 
@@ -23,21 +25,23 @@ jupyter_gpumem/wire/schemas/report.v1.json.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
+import stat
 import time
 from pathlib import Path
 from typing import cast
 
+from jupyter_gpumem import values
 from jupyter_gpumem._version import __version__
 from jupyter_gpumem.budget.plan import Ceiling
 from jupyter_gpumem.gpu.files import replace_json
 from jupyter_gpumem.kernel.protocol import figures_only
 from jupyter_gpumem.wire.comm import Notice, Sample
-from jupyter_gpumem.wire.report import HEARTBEAT_S, NOTICE, Report, notice_beside, report_path
+from jupyter_gpumem.wire.report import HEARTBEAT_S, NOTICE, Report, notice_beside, private_directory, report_path
 
 log = logging.getLogger("jupyter_gpumem")
+MAX_NOTICE_BYTES = 64 * 1024  # a notice is one sentence and a few numbers
 
 
 def kernel_report_path() -> Path | None:
@@ -74,6 +78,7 @@ class Publisher:
         self._written_at = 0.0
         self._notice_stamp: tuple[int, int] | None = None
         self._notice: Notice | None = None
+        self._refused: str | None = None  # why the report's folder is not used, as last logged
 
     def publish(self, sample: Sample, ceiling: Ceiling, oom_errors: int) -> None:
         report: Report = {
@@ -92,34 +97,56 @@ class Publisher:
         unchanged = self._last is not None and _without_time(report) == _without_time(self._last)
         if unchanged and now - self._written_at < HEARTBEAT_S:
             return
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        replace_json(self.path, report, durable=False, separators=(",", ":"))
-        self._last, self._written_at = report, now
+        self._last, self._written_at = report, now  # refused, the report stays here: checked again at the heartbeat
+        refused = private_directory(self.path.parent, create=True)
+        if refused != self._refused and refused is not None:
+            log.warning(
+                "jupyter-gpumem: this kernel keeps its report in memory only, because %s; its sidebar is unaffected, "
+                "but its Jupyter server sees it as not reporting and shows no notice from it.",
+                refused,
+            )
+        self._refused = refused
+        if refused is None:
+            replace_json(self.path, report, durable=False, separators=(",", ":"))
 
     def remove(self) -> None:
+        if private_directory(self.path.parent) is not None:  # nothing of ours is there
+            return
         with contextlib.suppress(OSError):
             self.path.unlink()
 
     def notice(self) -> Notice | None:
         """What the server's notice beside the report says now (``notice_path``), as the sample carries it
-        (docs/protocol.md); None: there is none. Read again only when the file changes."""
+        (docs/protocol.md); None: there is none, or its folder is not this user's own (``private_directory``). Read
+        again only when the file changes."""
         path = notice_beside(self.path)
-        try:
-            found = path.stat()  # one stat a sample; the file is read only when it changed
-            stamp: tuple[int, int] | None = (found.st_mtime_ns, found.st_size)
-        except OSError:
-            stamp = None
+        stamp: tuple[int, int] | None = None
+        if private_directory(path.parent) is None:  # one lstat and one stat of folders a sample
+            try:
+                found = os.lstat(path)  # one stat a sample; the file is read only when it changed
+                if stat.S_ISREG(found.st_mode):  # not a link
+                    stamp = (found.st_mtime_ns, found.st_size)
+            except OSError:
+                pass
         if stamp != self._notice_stamp:
             self._notice_stamp, self._notice = stamp, _read_notice(path) if stamp else None
         return self._notice
 
 
 def _read_notice(path: Path) -> Notice | None:
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):  # gone meanwhile, or being written by a server without replace_json
-        return None
     sender = f"the Jupyter server ({path})"
+    try:
+        with path.open("rb") as file:
+            raw = file.read(MAX_NOTICE_BYTES + 1)
+    except OSError:  # gone meanwhile
+        return None
+    try:
+        if len(raw) > MAX_NOTICE_BYTES:
+            raise values.Refused(f"it is larger than {MAX_NOTICE_BYTES // 1024} KiB")
+        data = values.loads(raw)
+    except values.Refused as refused:  # being written by a server without replace_json, or not the server's
+        NOTICE.tell(sender, str(refused), log)
+        return None
     protocol = NOTICE.other_version(data)
     if protocol is not None:
         # A server of another major release (docs/protocol.md, "Versioning and releases mixing"): the notice has no

@@ -162,6 +162,9 @@ class Stream:
         except protocol.ProtocolError as error:
             log.warning("jupyter-gpumem: dropped a message from the sidebar: %s", error)
             return
+        except Exception:  # a bug of ours on one message: dropped, said, and the stream goes on
+            log.warning("jupyter-gpumem: dropped a message from the sidebar that could not be read", exc_info=True)
+            return
         self.sampler.configure(settings.interval_s, settings.history_s)
         if settings.language is not None:
             # The interface's language: %gpumem words in it from now on, as the sidebar around it does.

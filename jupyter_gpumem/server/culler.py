@@ -11,10 +11,12 @@ returns the new episodes and the actions. It touches no file, loop or kernel; th
 
 - its execution state, as the server's kernel manager keeps it, is ``idle`` (busy, starting, dead,
   restarting and unknown kernels are left alone) and its last activity is known;
-- it holds GPU memory: the sum over GPUs of its processes' memory as NVML counts it, or, on a GPU where
-  NVML lists none of its processes or cannot tell (a container whose PIDs the driver does not see), the
-  kernel's own figure from its fresh report. Unknown counts as nothing: a kernel is never shut down for
-  memory nobody can show.
+- it holds GPU memory: the sum over GPUs of the memory NVML counts for its own processes, the kernel
+  manager's pid and its descendants in the process table (figures.KernelSource.processes). Never the kernel's
+  own figure from its report, nor a process its report names: any process of the user can write a report, so
+  it could make a kernel that holds nothing look as if it held another process's memory. Unknown counts as
+  nothing (a container whose PIDs the driver does not see, N/A): a kernel is never warned or shut down for
+  memory that cannot be shown to be its own.
 
 An idle episode is identified by the kernel's last activity: a new value (it ran something, even between
 two readings) ends the episode and its notice, and starts a new one. So does holding nothing, or not
@@ -87,12 +89,8 @@ class Action(NamedTuple):
 
 
 def held_bytes(kernel: Kernel) -> int:
-    """The GPU memory the kernel holds over all GPUs: NVML's figure for its processes, else its own."""
-    total = 0
-    for gpu in kernel.gpus:
-        figure = gpu.used_bytes if gpu.used_bytes is not None else gpu.own_bytes
-        total += max(0, figure or 0)
-    return total
+    """The GPU memory the kernel holds over all GPUs: NVML's figure for its own processes, never its report's."""
+    return sum(max(0, gpu.used_bytes or 0) for gpu in kernel.gpus)
 
 
 def decide(

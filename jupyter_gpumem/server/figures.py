@@ -1,8 +1,10 @@
 """What the server knows of its GPUs and kernels at one moment: immutable Figures, made anew each interval.
 
 Three sources, each for what it knows best. The server's own NVML reading says how much memory each
-process holds, as nvidia-smi counts it. The kernel manager says which processes are which kernels.
-Each kernel's report (publish.py) says its budget, policy, framework and allocator figures. The
+process holds, as nvidia-smi counts it. The kernel manager says which processes are which kernels: its pid
+for each, and the processes the watcher found under that pid in the process table (``KernelSource.processes``).
+Each kernel's report (publish.py) says its budget, policy, framework and allocator figures; the PID it claims
+is never taken for the kernel's (any process of the user can write a report). The
 metrics and the JSON API only render a Figures; they never read or decide anything themselves. Its fields are
 named as the API's body names them (wire/schemas/api.v1.json), which the API's encoder follows (server.handlers).
 """
@@ -122,6 +124,9 @@ class KernelSource:
     report: Report | None  # its report file, valid (watcher.py); None when there is none or it is not valid
     execution_state: str | None = None
     last_activity: float | None = None
+    # Processes NVML lists that are the kernel's own besides ``pid``: descendants of it in the process table (a
+    # wrapper's child, a DataLoader worker), as the watcher found them (watcher._own_processes).
+    processes: frozenset[int] = frozenset()
 
 
 def make_figures(
@@ -135,9 +140,8 @@ def make_figures(
     reports = {k.id: _judge(k.report, now, stale_after_s) for k in kernels}
     owner: dict[int, str] = {}  # pid -> kernel id
     for kernel in kernels:
-        status, report = reports[kernel.id]
-        # The manager's pid, and the kernel's own word for it (they differ when a wrapper started it).
-        for pid in (kernel.pid, report["pid"] if report is not None and status == "reporting" else None):
+        # The manager's pid, and its descendants; not the pid the report claims, which anything can write.
+        for pid in (kernel.pid, *sorted(kernel.processes)):
             if pid is not None:
                 owner.setdefault(pid, kernel.id)
     held = [_held(device, owner) for device in snapshot.devices]
@@ -169,7 +173,10 @@ def _judge(report: Report | None, now: float, stale_after_s: float) -> tuple[Ker
     """Whether a kernel's report can be used, and the report."""
     if report is None:
         return "not_reporting", None
-    return ("stale" if now - report["t"] > stale_after_s else "reporting"), report
+    # A time ahead of the server's clock by more than the stale age is no report's (the kernel runs on this machine):
+    # it would otherwise stay fresh until then.
+    fresh = -stale_after_s <= now - report["t"] <= stale_after_s
+    return ("reporting" if fresh else "stale"), report
 
 
 def _gpu(

@@ -30,7 +30,7 @@ def encode(figures: Figures, interval_s: float) -> bytes:
     body = _fields(ServerBody, figures, version=VERSION, package_version=__version__, interval_s=interval_s)
     if figures.stalled_since is None:
         del body["stalled_since"]  # absent while the driver answers, as before the field was added
-    return json.dumps(body, separators=(",", ":")).encode()
+    return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()  # NaN is not JSON: fail, never emit it
 
 
 def _fields(shape: type, source: object, **given: object) -> dict[str, Any]:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import logging
+import os
+import stat
 import threading
 import time
 from collections.abc import Collection, Iterator, Mapping
@@ -26,6 +27,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import psutil
+
+from jupyter_gpumem import values
 from jupyter_gpumem._version import __version__
 from jupyter_gpumem.gpu import nvml
 from jupyter_gpumem.gpu.files import replace_json
@@ -35,14 +39,21 @@ from jupyter_gpumem.gpu.reader import Reader
 from jupyter_gpumem.server import culler, handlers, metrics
 from jupyter_gpumem.server.figures import EMPTY, Figures, KernelSource, Privacy, make_figures
 from jupyter_gpumem.units import format_duration, format_gib_or_mib
-from jupyter_gpumem.wire.report import REPORT, Report, notice_path, report_path
+from jupyter_gpumem.wire.report import REPORT, Report, notice_path, private_directory, report_path
 from jupyter_gpumem.wire.schemas import release
 from jupyter_gpumem.words import clock
+
+# A report is ~2 KiB per GPU: a larger file is no kernel's report, and is not read whole.
+MAX_REPORT_BYTES = 256 * 1024
 
 # Between two steps of a reading the thread sleeps this long, so the event loop's thread gets the GIL
 # if it is waiting: otherwise it would wait up to the interpreter's switch interval (5 ms) for a thread
 # that runs Python to let go of it.
 YIELD_S = 0.0005
+# A process of a kernel's is at most this many generations below the kernel's pid (_own_processes).
+MAX_DEPTH = 32
+NONE: frozenset[int] = frozenset()
+_PROC_STAT = os.path.exists(f"/proc/{os.getpid()}/stat")  # Linux; elsewhere psutil asks the system
 
 
 class Published(NamedTuple):
@@ -128,8 +139,13 @@ class Watcher:
         self._got, snapshot = self._reader.next(self._got, self.interval_s)
         time.sleep(YIELD_S)
         self._connections = {kernel_id: connection for kernel_id, _, connection, _, _ in kernels}
+        listed = {process.pid for device in snapshot.devices for process in device.processes}
+        own = _own_processes({pid: kernel_id for kernel_id, pid, _, _, _ in kernels if pid is not None}, listed)
+        time.sleep(YIELD_S)
         sources = [
-            KernelSource(kernel_id, pid, _report(kernel_id, connection, self.log), state, last)
+            KernelSource(
+                kernel_id, pid, _guarded_report(kernel_id, connection, self.log), state, last, own.get(kernel_id, NONE)
+            )
             for kernel_id, pid, connection, state, last in kernels
         ]
         time.sleep(YIELD_S)
@@ -178,8 +194,12 @@ class Watcher:
         if not connection:
             return
         path = notice_path(connection)
+        # Made where the kernel made none (one without jupyter_gpumem); never written into another user's folder.
+        refused = private_directory(path.parent, create=True)
+        if refused is not None:
+            self.log.warning("jupyter-gpumem: kernel %s's notice is not written: %s.", action.kernel_id, refused)
+            return
         try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # a kernel without jupyter_gpumem has none
             replace_json(path, culler.notice(action, now), durable=False)
         except OSError as error:
             self.log.warning("jupyter-gpumem: could not write kernel %s's notice %s: %s", action.kernel_id, path, error)
@@ -233,6 +253,59 @@ def _kernels(manager: Any) -> Iterator[tuple[str, int | None, str | None, str | 
         )
 
 
+def _own_processes(kernels: Mapping[int, str], listed: Collection[int]) -> dict[str, frozenset[int]]:
+    """Which of the processes NVML ``listed`` are which kernel's own (by the kernel manager's pid of each,
+    ``kernels``): the kernel's pid and its descendants, by each process's parent in the process table (/proc) up to
+    a kernel's pid. A process whose parent cannot be read (gone, of another PID namespace, access denied, a zombie)
+    is no kernel's, nor is one more than MAX_DEPTH below any. A kernel's report also names a pid, but any process
+    of the user can write that: it counts for nothing here. Each process's chain is read once a reading, and only
+    for the processes NVML lists, not for every process of the host."""
+    owner: dict[int, str | None] = dict(kernels)
+    for pid in listed:
+        chain: list[int] = []
+        current: int | None = pid
+        while current is not None and current not in owner:
+            chain.append(current)
+            if current <= 1 or len(chain) > MAX_DEPTH:  # the root of the tree, or too far below any kernel
+                current = None
+                break
+            current = _parent(current)
+        found = None if current is None else owner[current]
+        for seen in chain:
+            owner[seen] = found
+    own: dict[str, set[int]] = {}
+    for pid in listed:
+        kernel_id = owner.get(pid)
+        if kernel_id is not None:
+            own.setdefault(kernel_id, set()).add(pid)
+    return {kernel_id: frozenset(pids) for kernel_id, pids in own.items()}
+
+
+def _parent(pid: int) -> int | None:
+    """The parent of ``pid`` in the process table; None where it cannot be read: gone, of another PID namespace,
+    hidden (``hidepid``), or a zombie. On Linux from ``/proc/<pid>/stat`` itself, a fifth of what psutil.Process
+    costs (its constructor reads the file too): 30 µs, not 150."""
+    if not _PROC_STAT:
+        try:
+            return psutil.Process(pid).ppid()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return None
+    try:
+        handle = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        try:
+            found = os.read(handle, 1024)
+        finally:
+            os.close(handle)
+    except OSError:
+        return None
+    # "pid (comm) state ppid ...": the command's name may hold spaces and parentheses, so from its last ")".
+    try:
+        state, ppid, _ = found[found.rfind(b")") + 2 :].split(b" ", 2)
+        return None if state == b"Z" else int(ppid)
+    except ValueError:  # gone while read: nothing, or not the whole line
+        return None
+
+
 def _report(kernel_id: str, connection_file: str | None, log: logging.Logger) -> Report | None:
     """The kernel's report, with the defaults of the fields an older kernel does not send filled in; None when it
     has none (yet), one that is not valid, or one of another protocol (each logged once). The kernel is then not
@@ -240,11 +313,22 @@ def _report(kernel_id: str, connection_file: str | None, log: logging.Logger) ->
     if not connection_file:
         return None
     path = report_path(connection_file)
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):  # none yet, gone, or being replaced: not reporting
+    if not _private_report(kernel_id, path, log):
         return None
     sender = f"kernel {kernel_id} ({path})"
+    try:
+        with path.open("rb") as file:
+            raw = file.read(MAX_REPORT_BYTES + 1)
+    except OSError:  # none yet, or gone: not reporting
+        return None
+    if len(raw) > MAX_REPORT_BYTES:
+        REPORT.tell(sender, f"it is larger than {MAX_REPORT_BYTES // 1024} KiB", log)
+        return None
+    try:
+        data = values.loads(raw)
+    except values.Refused as refused:  # NaN, 10**400, nested 10,000 deep: one sentence, the other kernels read on
+        REPORT.tell(sender, str(refused), log)
+        return None
     protocol = REPORT.other_version(data)
     if protocol is not None:
         # A kernel of another major release (docs/protocol.md, "Versioning and releases mixing"): one sentence that
@@ -260,6 +344,40 @@ def _report(kernel_id: str, connection_file: str | None, log: logging.Logger) ->
         )
         return None
     return REPORT.read(data, sender, log)
+
+
+def _private_report(kernel_id: str, path: Path, log: logging.Logger) -> bool:
+    """Whether the kernel's report may be read: its folder is private to the server's own user (the user who runs
+    the server runs its kernels; ``private_directory``) and the file is a file of that user's, not a link. Where
+    either is another user's, or open to others, the kernel is not reporting, said once (``REPORT.say``); where
+    there is none (yet), nothing is said."""
+    sender = f"kernel {kernel_id} ({path})"
+    refused = private_directory(path.parent)
+    if refused is None:
+        try:
+            found = os.lstat(path)
+        except OSError:  # none yet, or gone: not reporting, as reading it would find
+            return False
+        if stat.S_ISLNK(found.st_mode) or not stat.S_ISREG(found.st_mode):
+            refused = f"{path} is not a plain file"
+        elif hasattr(os, "geteuid") and found.st_uid != os.geteuid():  # (Windows has no Unix owner)
+            refused = f"{path} belongs to uid {found.st_uid}, not to this server's user (uid {os.geteuid()})"
+        else:
+            return True
+    elif not os.path.lexists(path.parent):  # a kernel without jupyter-gpumem (or not yet started): nothing to say
+        return False
+    REPORT.say(sender, f"{sender} is not read, because {refused}: the kernel is not reporting", log)
+    return False
+
+
+def _guarded_report(kernel_id: str, connection_file: str | None, log: logging.Logger) -> Report | None:
+    """``_report``, with whatever one kernel's file causes kept to that kernel: it is then not reporting (its memory
+    still shows, from NVML), the cause is logged once, and every other kernel is read as before."""
+    try:
+        return _report(kernel_id, connection_file, log)
+    except Exception as error:  # a bug of ours on one file: that kernel's, not the server's
+        REPORT.say(f"kernel {kernel_id}", f"could not read kernel {kernel_id}'s report: {error!r}", log)
+        return None
 
 
 def _no_host(pids: Collection[int], name: Any) -> Mapping[int, HostInfo]:

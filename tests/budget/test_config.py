@@ -227,7 +227,7 @@ def test_a_misspelt_setting_is_reported_not_silently_dropped():
         ("limit", "6", "The configured default limit was ignored: limit=6 is not a size"),
         ("growth", "maybe", "The configured default growth was ignored: growth=maybe is not on or off"),
         ("gpus", -1, "The configured default gpus was ignored: gpus=-1 names no GPU"),
-        ("threads", 0, "The configured default threads was ignored: threads=0 is not a whole number of at least 1"),
+        ("threads", 0, "The configured default threads was ignored: threads=0 is not a whole number from 1 to 1024"),
     ],
 )
 def test_a_default_of_the_right_type_that_does_not_parse_is_ignored_alone(name, value, sentence):
@@ -582,8 +582,8 @@ def test_a_long_value_of_the_wrong_type_is_shown_cut_to_sixty_characters(value, 
 def test_a_limit_of_one_byte_is_a_number_of_bytes_and_zero_is_refused():
     assert policy_of(limit=1).limit_bytes == 1
     assert configured(limit=0)[0].defaults()[1] == [
-        "The configured default limit was ignored: limit=0 must be above zero; use limit=6GiB or a whole number "
-        "of bytes."
+        "The configured default limit was ignored: limit=0 must be above zero; use limit=6GiB (a size with a unit: "
+        "GiB, MiB, GB or MB)."
     ]
 
 

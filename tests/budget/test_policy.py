@@ -51,7 +51,7 @@ def test_each_accepted_form(word, expected):
         (["limit=6"], "limit=6 is not a size"),
         (["limit=lots"], "limit=lots is not a size"),
         (["growth=maybe"], "growth=maybe is not on or off"),
-        (["threads=0"], "threads=0 is not a whole number of at least 1"),
+        (["threads=0"], "threads=0 is not a whole number from 1 to 1024"),
         (["threads=1.5"], "threads=1.5 is not a whole number"),
         (["gpus=first"], "gpus=first names no GPU in 'first'"),
         (["gpus=1,1"], "gpus=1,1 names a GPU twice"),
@@ -124,10 +124,10 @@ def test_switches_take_the_usual_spellings_of_on_and_off(value, expected):
         ("gpus=first", "gpus=first names no GPU in 'first'; use gpus=1, gpus=0,2, gpus=GPU-<uuid> or gpus=none."),
         (
             "threads=two",
-            "threads=two is not a whole number of at least 1; use threads=2 (a whole number of at least 1).",
+            "threads=two is not a whole number from 1 to 1024; use threads=2 (a whole number from 1 to 1024).",
         ),
-        ("intra=0", "intra=0 is not a whole number of at least 1; use intra=2 (a whole number of at least 1)."),
-        ("inter=-1", "inter=-1 is not a whole number of at least 1; use inter=1 (a whole number of at least 1)."),
+        ("intra=0", "intra=0 is not a whole number from 1 to 1024; use intra=2 (a whole number from 1 to 1024)."),
+        ("inter=-1", "inter=-1 is not a whole number from 1 to 1024; use inter=1 (a whole number from 1 to 1024)."),
         (
             "framework=mxnet",
             "framework=mxnet is not a framework jupyter-gpumem supports; "

@@ -6,13 +6,15 @@ behind configurable-http-proxy, every user's single-user server: ``/user/<name>/
     python tests/hub/fleet.py --port 8000 --servers 1000 --faults hung=30,slow=10,404=5,502=5,malformed=5
 
 Each user's kind is ``kinds(...)``'s, the same list the tests and benchmarks/hub_scale.py compute from the same
-arguments: ``healthy``; ``hung`` (never answers); ``slow`` (answers after ``--slow-s``); ``404`` (jupyter-gpumem
-not installed); ``502`` (the proxy cannot reach it); ``malformed`` (``kernels`` not a list); ``huge`` (a body of
-8 MiB); ``absurd`` (a valid body with a size of 2**62 bytes and a kernel id with markup); ``stops`` (answers once,
-then hangs). Servers of other releases than this one answer with the body their release sends
-(tests/fixtures/releases/): ``older`` (0.1.0 as it shipped), ``first`` (the first body the API had), ``newer`` (an
-invented newer release of /api/gpumem/v1, with fields this one does not know), ``major2`` (an invented
-/api/gpumem/v2 body, which this hub cannot read). ``GET /fleet/stats``: requests served so far, by kind.
+arguments: ``healthy``; ``hung`` (never answers); ``slow`` (answers after ``--slow-s``); ``404`` (jupyter-gpumem not
+installed); ``502`` (the proxy cannot reach it); ``malformed`` (``kernels`` not a list); ``huge`` (a body of 8 MiB);
+``absurd`` (a valid body with a size of 2**62 bytes and a kernel id with markup); ``stops`` (answers once, then
+hangs); ``big_time``, ``nan`` and ``deep`` (a hostile user's: a last activity of 401 digits, NaN, an array nested
+100,000 deep); ``no_kernels`` (a valid body of a server where no kernel runs). Servers of other releases than this
+one answer with the body their release sends (tests/fixtures/releases/): ``older`` (0.1.0 as it shipped), ``first``
+(the first body the API had), ``newer`` (an invented newer release of /api/gpumem/v1, with fields this one does not
+know), ``major2`` (an invented /api/gpumem/v2 body, which this hub cannot read). ``GET /fleet/stats``: requests
+served so far, by kind.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import argparse
 import asyncio
 import json
 import random
+import re
 import sys
 import time
 from collections import Counter
@@ -36,7 +39,15 @@ API = Path(__file__).resolve().parents[1] / "fixtures" / "api" / "body.json"
 RELEASES = Path(__file__).resolve().parents[1] / "fixtures" / "releases"
 # A server of another release: the kind, and the folder of tests/fixtures/releases/ whose body it sends.
 RELEASE_KINDS = {"older": "0.1.0", "first": "0.1.0-first", "newer": "newer-minor", "major2": "newer-major"}
-KINDS = ("hung", "slow", "404", "502", "malformed", "huge", "absurd", "stops", *RELEASE_KINDS)
+# A hostile user's server (issue 43): a time of 401 digits, NaN, an array nested 100,000 deep.
+HOSTILE = {
+    "big_time": lambda text: re.sub(r'"last_activity":[^,}]+', '"last_activity":' + "9" * 401, text, count=1),
+    "nan": lambda text: text.replace('"used_bytes":', '"used_bytes":NaN,"x":', 1),
+    "deep": lambda text: "[" * 100_000 + "]" * 100_000,
+    # Not hostile, and common: a server where no kernel runs (its rows[0] once failed every poll).
+    "no_kernels": lambda text: json.dumps({**json.loads(text), "kernels": []}),
+}
+KINDS = ("hung", "slow", "404", "502", "malformed", "huge", "absurd", "stops", *RELEASE_KINDS, *HOSTILE)
 GiB = 2**30
 MAX_PAGE = 200  # JupyterHub's api_page_max_limit: a list asked for without pagination stops there
 ADMIN_TOKEN = "gpumem-fleet-admin"
@@ -211,8 +222,9 @@ class Server(web.RequestHandler):
         elif kind == "absurd":
             data["kernels"][0]["gpus"][0]["used_bytes"] = 2**62
             data["kernels"][0]["id"] = "<img src=x onerror=alert(1)>" * 20
+        text = json.dumps(data, separators=(",", ":"))
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(data))
+        self.finish(HOSTILE[kind](text) if kind in HOSTILE else text)
 
     def on_connection_close(self) -> None:
         closed = getattr(self, "closed", None)

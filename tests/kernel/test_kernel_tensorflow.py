@@ -72,7 +72,7 @@ BAD_INPUTS = [
     ("%gpumem gpus=7", "there is no GPU 7 here"),
     ("%gpumem gpus=GPU-00000000-dead", "there is no GPU GPU-00000000-dead here"),
     ("%gpumem fraction=0.4 limit=2GiB", "contradict each other"),
-    ("%gpumem threads=-3", "threads=-3 is not a whole number of at least 1"),
+    ("%gpumem threads=-3", "threads=-3 is not a whole number from 1 to 1024"),
 ]
 
 

@@ -26,7 +26,7 @@ def test_the_publisher_reads_the_notice_beside_its_report_and_refuses_a_malforme
     publisher = Publisher(tmp_path / "jupyter-gpumem" / "kernel-abc.json")
     assert publisher.notice() is None
     path = notice_path(connection)
-    path.parent.mkdir()
+    path.parent.mkdir(mode=0o700)  # the kernel reads a notice only in a folder private to its user
     replace_json(path, NOTICE)
     assert publisher.notice() == {**IDLE_NOTICE, "text_said": None}  # an older server's notice: its text alone
     for bad in (

@@ -23,7 +23,7 @@ def test_a_malformed_report_is_not_reporting_and_said_once_while_a_valid_one_rep
 ) -> None:
     good, bad = tmp_path / "kernel-good.json", tmp_path / "kernel-bad.json"
     for connection, fixture in ((good, "report.json"), (bad, "malformed/gpus_not_a_list.json")):
-        report_path(connection).parent.mkdir(exist_ok=True)
+        report_path(connection).parent.mkdir(mode=0o700, exist_ok=True)  # private to this user (docs/hub.md)
         shutil.copy(REPORTS / fixture, report_path(connection))
     log = logging.getLogger("test_reports")
     with caplog.at_level(logging.WARNING, "test_reports"):

@@ -147,7 +147,7 @@ def test_the_kernel_takes_the_settings_of_a_sidebar_of_every_release(found: tupl
 def _install(tmp_path: Path, data: Any) -> Path:
     """A connection file whose kernel's report is ``data``."""
     connection = tmp_path / "kernel-5f0c.json"
-    report_path(connection).parent.mkdir(exist_ok=True)
+    report_path(connection).parent.mkdir(mode=0o700, exist_ok=True)  # private to this user, as the server reads it
     report_path(connection).write_text(json.dumps(data))
     return connection
 

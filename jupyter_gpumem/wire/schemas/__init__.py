@@ -24,6 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
+from jupyter_gpumem import values
+
 FOLDER = Path(__file__).parent
 FILES = ("comm.v1.json", "report.v1.json", "api.v1.json")
 T = TypeVar("T")
@@ -66,15 +68,19 @@ class Schema(Generic[T]):
         self._said: dict[str, str] = {}  # per sender, the sentence last logged
 
     def problem(self, data: object) -> str | None:
-        """What is wrong with ``data``, as a phrase naming the field ("sample.gpus[0].used_bytes must be
-        integer or null"); None: it is valid. Checking fills in, in ``data`` itself, the ``default`` of every optional
-        field it lacks (a field added after the sender's release: the typed values mark it NotRequired), as the
-        TypeScript reader does (validate.ts): a reader then finds every field of this release, meaning "not known"
-        where the sender did not say. A field with no ``default`` (``idle_since``) is one whose absence means
-        something no value says; its reader asks whether it is there. Fields the schema does not name (from a newer
-        release) are left as they are."""
+        """What is wrong with ``data``, as a phrase naming the field ("sample.gpus[0].used_bytes must be integer or
+        null"); None: it is valid. First every value must be one a reader can compute with (``values.problem``:
+        finite, within 2**53, nested at most 32 deep), whatever the schema says of it. Checking fills in, in ``data``
+        itself, the ``default`` of every optional field it lacks (a field added after the sender's release: the typed
+        values mark it NotRequired), as the TypeScript reader does (validate.ts): a reader then finds every field of
+        this release, meaning "not known" where the sender did not say. A field with no ``default`` (``idle_since``)
+        is one whose absence means something no value says; its reader asks whether it is there. Fields the schema
+        does not name (from a newer release) are left as they are."""
         import fastjsonschema
 
+        unsafe = values.problem(data, self.root)  # depth, non-finite and out-of-range numbers, lone surrogates
+        if unsafe is not None:
+            return unsafe
         with self._lock:
             if self._check is None:
                 uri = load(self.name)["$id"] + ("" if self.definition is None else f"#/$defs/{self.definition}")
