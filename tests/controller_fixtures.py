@@ -16,6 +16,8 @@ from jupyter_gpumem.budget.plan import Plan
 from jupyter_gpumem.frameworks.base import Adapter
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
 from jupyter_gpumem.kernel.control import Controller
+from jupyter_gpumem.kernel.magic import GpumemMagics
+from jupyter_gpumem.kernel.runtime import Runtime
 from jupyter_gpumem.units import GiB, MiB
 
 OWN = 4242
@@ -121,3 +123,24 @@ def make(tmp_path, monkeypatch):
     yield make
     for control in made:
         control.close()
+
+
+def magics_on(control: Controller) -> GpumemMagics:
+    """The magic on a Runtime of this Controller, as a kernel's is (no sampler thread until one is asked for)."""
+    parts = Runtime(control)
+    return GpumemMagics(None, parts.control, parts.cells, parts.stream)
+
+
+@pytest.fixture
+def gpumem(make, capsys):
+    """gpumem(line) -> (stdout, stderr), on one A100 with TensorFlow installed, not imported."""
+    control = make(Machine(a100(0, GPU_A, own_mib=900)), Framework("TensorFlow"))
+    magics = magics_on(control)
+
+    def run(line: str) -> tuple[str, str]:
+        magics.gpumem(line)
+        out = capsys.readouterr()
+        return out.out, out.err
+
+    run.control = control  # type: ignore[attr-defined]
+    return run

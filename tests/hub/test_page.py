@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 from fleet import ADMIN_TOKEN
 from hub_fixtures import Fleet, running_fleet, running_service
-from playwright.sync_api import Browser, Page, Route, sync_playwright
+from playwright.sync_api import Browser, Page, Route
 from server_fixtures import free_port
 
 from jupyter_gpumem._version import __version__
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
-from labserver import ARTIFACTS, launch_chromium
+from labserver import ARTIFACTS, browser
+
+__all__ = ["browser"]  # the module's chromium (a fixture, tests/ui/labserver.py)
 
 pytestmark = pytest.mark.browser
 USERS = 250
@@ -31,16 +33,6 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     faults = "hung=3,404=2,malformed=2,stops=2"
     with running_fleet(tmp_path_factory.mktemp("page"), USERS, faults, env) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def open_page(browser: Browser, fleet: Fleet, dark: bool) -> Page:

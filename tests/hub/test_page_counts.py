@@ -6,30 +6,21 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser
 
 from jupyter_gpumem.hub.service import page
 from jupyter_gpumem.hub.summary import summary
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
-from labserver import launch_chromium
+from labserver import browser
+
+__all__ = ["browser"]  # the module's chromium (a fixture, tests/ui/labserver.py)
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def counts(browser: Browser, language: str, users: int, gpus: int, total: bool = False) -> tuple[str, str]:

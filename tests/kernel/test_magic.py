@@ -4,35 +4,11 @@ for each kind of input, and that bad input changes nothing."""
 from __future__ import annotations
 
 import pytest
-from controller_fixtures import GPU_A, Framework, Machine, a100, make
+from controller_fixtures import GPU_A, Framework, Machine, a100, gpumem, magics_on, make
 
 from jupyter_gpumem.gpu.model import Snapshot
-from jupyter_gpumem.kernel.control import Controller
-from jupyter_gpumem.kernel.magic import GpumemMagics
-from jupyter_gpumem.kernel.runtime import Runtime
 
-__all__ = ["make"]  # the fixture
-
-
-def magics_on(control: Controller) -> GpumemMagics:
-    """The magic on a Runtime of this Controller, as a kernel's is (no sampler thread until one is asked for)."""
-    parts = Runtime(control)
-    return GpumemMagics(None, parts.control, parts.cells, parts.stream)
-
-
-@pytest.fixture
-def gpumem(make, capsys):
-    """gpumem(line) -> (stdout, stderr), on one A100 with TensorFlow installed, not imported."""
-    control = make(Machine(a100(0, GPU_A, own_mib=900)), Framework("TensorFlow"))
-    magics = magics_on(control)
-
-    def run(line: str) -> tuple[str, str]:
-        magics.gpumem(line)
-        out = capsys.readouterr()
-        return out.out, out.err
-
-    run.control = control  # type: ignore[attr-defined]
-    return run
+__all__ = ["gpumem", "make"]  # the fixtures
 
 
 @pytest.mark.parametrize(

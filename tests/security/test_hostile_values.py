@@ -19,22 +19,20 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from controller_fixtures import GPU_A, Framework, Machine, a100, make
+from controller_fixtures import gpumem, make
 from hub_fixtures import Fleet, running_fleet
 from server_fixtures import http, strict_json
 from traitlets.config import Application, Configurable
 
 from jupyter_gpumem import values
 from jupyter_gpumem.budget.config import load_config
-from jupyter_gpumem.kernel.magic import GpumemMagics
-from jupyter_gpumem.kernel.runtime import Runtime
 from jupyter_gpumem.server.watcher import Watcher, publish
 from jupyter_gpumem.wire.report import report_path
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "hub"))  # fleet.py, as tests/hub/ imports it
 from fleet import ADMIN_TOKEN, HOSTILE
 
-__all__ = ["make"]  # the fixture
+__all__ = ["gpumem", "make"]  # the fixtures
 
 REPORT = Path(__file__).parents[1] / "fixtures" / "report" / "report.json"
 
@@ -170,21 +168,6 @@ def test_a_size_no_gpu_has_in_a_users_profile_leaves_the_administrators_ceiling(
 
 
 # Finding 6: the magic's arguments.
-
-
-@pytest.fixture
-def gpumem(make: Any, capsys: pytest.CaptureFixture[str]) -> Any:
-    control = make(Machine(a100(0, GPU_A, own_mib=900)), Framework("TensorFlow"))
-    parts = Runtime(control)
-    magics = GpumemMagics(None, parts.control, parts.cells, parts.stream)
-
-    def run(line: str) -> tuple[str, str]:
-        magics.gpumem(line)
-        out = capsys.readouterr()
-        return out.out, out.err
-
-    run.control = control  # type: ignore[attr-defined]
-    return run
 
 
 @pytest.mark.parametrize(

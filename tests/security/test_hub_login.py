@@ -22,12 +22,14 @@ from typing import Any
 
 import pytest
 from hub_fixtures import ADMIN_TOKEN, Hub, running_hub, shared_directory, unix_users
-from playwright.sync_api import Browser, BrowserContext, Page, Response, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Response
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from server_fixtures import http, wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
-from labserver import launch_chromium
+from labserver import browser
+
+__all__ = ["browser"]  # the module's chromium (a fixture, tests/ui/labserver.py)
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -88,16 +90,6 @@ def scene(tmp_path_factory: pytest.TempPathFactory, standin_dir: Path) -> Iterat
         scene = Scene(hub, kernel_id)
         wait_for(lambda: kernels_row(scene), 60, "the service to read the student's kernel")
         yield scene
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture

@@ -330,8 +330,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 def browser() -> Iterator[Browser]:
     with sync_playwright() as playwright:
         browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @pytest.fixture
