@@ -8,7 +8,7 @@ behind configurable-http-proxy, every user's single-user server: ``/user/<name>/
 Each user's kind is ``kinds(...)``'s, the same list the tests and benchmarks/hub_scale.py compute from the same
 arguments: ``healthy``; ``hung`` (never answers); ``slow`` (answers after ``--slow-s``); ``404`` (jupyter-gpumem not
 installed); ``502`` (the proxy cannot reach it); ``malformed`` (``kernels`` not a list); ``huge`` (a body of 8 MiB);
-``absurd`` (a valid body with a size of 2**62 bytes and a kernel id with markup); ``stops`` (answers once, then
+``absurd`` (a valid body with a size of 2**50 bytes and a kernel id with markup); ``stops`` (answers once, then
 hangs); ``big_time``, ``nan`` and ``deep`` (a hostile user's: a last activity of 401 digits, NaN, an array nested
 100,000 deep); ``no_kernels`` (a valid body of a server where no kernel runs). Servers of other releases than this
 one answer with the body their release sends (tests/fixtures/releases/): ``older`` (0.1.0 as it shipped), ``first``
@@ -220,7 +220,7 @@ class Server(web.RequestHandler):
         elif kind == "huge":
             data["padding"] = "x" * (8 * 2**20)
         elif kind == "absurd":
-            data["kernels"][0]["gpus"][0]["used_bytes"] = 2**62
+            data["kernels"][0]["gpus"][0]["used_bytes"] = 2**50  # beyond any GPU, exact in JavaScript
             data["kernels"][0]["id"] = "<img src=x onerror=alert(1)>" * 20
         text = json.dumps(data, separators=(",", ":"))
         self.set_header("Content-Type", "application/json")

@@ -143,8 +143,8 @@ def test_two_frameworks_started_add_their_pools_on_each_gpu(make):
 
 def test_a_size_is_echoed_as_the_user_typed_it(make):
     control = make(Machine(a100(0, GPU_A)), Framework("TensorFlow"))
-    with pytest.raises(PolicyError, match=r"^limit=999TiB is more than GPU 0's 40960 MiB"):
-        control.request(parse(["limit=999TiB"]))
+    with pytest.raises(PolicyError, match=r"^limit=9TiB is more than GPU 0's 40960 MiB"):
+        control.request(parse(["limit=9TiB"]))
     control.request(parse(["limit=6GiB"]))
     assert control.state.policy.describe() == "limit=6GiB"
 
