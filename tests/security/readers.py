@@ -120,7 +120,8 @@ def _finite_row_figures(rows: list[Any]) -> None:
     for row in rows:
         for name in ("used_bytes", "budget_bytes", "ceiling_bytes"):
             value = getattr(row, name)
-            assert value is None or (isinstance(value, int) and 0 <= value <= MAX_BYTES), (name, value)
+            # JSON has one kind of number, and the schemas' "integer" admits 4.0 (JSON Schema 2020-12): whole, in range
+            assert value is None or (isinstance(value, int | float) and value == int(value) and 0 <= value <= MAX_BYTES)
         for name in ("idle_s", "stale_since", "ceiling_fraction", "driver_stalled_since"):
             value = getattr(row, name)
             assert value is None or math.isfinite(value), (name, value)
