@@ -1,4 +1,5 @@
-"""Files other processes read while they are written: replaced whole, never seen half-written."""
+"""Files other processes read while they are written: replaced whole, never seen half-written; and read back
+bounded, through the one check of another process's values (values.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from jupyter_gpumem import values
 
 
 def replace_json(path: Path, data: Any, durable: bool = True, **dump: Any) -> None:
@@ -26,3 +29,13 @@ def replace_json(path: Path, data: Any, durable: bool = True, **dump: Any) -> No
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def read_json(path: Path, most_bytes: int) -> Any:
+    """Another process's JSON file, read at most ``most_bytes`` (a larger one is not read whole). Raises OSError
+    where there is none (yet), ``values.Refused`` (one phrase) where it is larger, or not JSON a reader can use."""
+    with path.open("rb") as file:
+        raw = file.read(most_bytes + 1)
+    if len(raw) > most_bytes:
+        raise values.Refused(f"it is larger than {most_bytes // 1024} KiB")
+    return values.loads(raw)

@@ -35,7 +35,7 @@ from typing import cast
 from jupyter_gpumem import values
 from jupyter_gpumem._version import __version__
 from jupyter_gpumem.budget.plan import Ceiling
-from jupyter_gpumem.gpu.files import replace_json
+from jupyter_gpumem.gpu.files import read_json, replace_json
 from jupyter_gpumem.kernel.protocol import figures_only
 from jupyter_gpumem.wire.comm import Notice, Sample
 from jupyter_gpumem.wire.report import HEARTBEAT_S, NOTICE, Report, notice_beside, private_directory, report_path
@@ -136,14 +136,9 @@ class Publisher:
 def _read_notice(path: Path) -> Notice | None:
     sender = f"the Jupyter server ({path})"
     try:
-        with path.open("rb") as file:
-            raw = file.read(MAX_NOTICE_BYTES + 1)
+        data = read_json(path, MAX_NOTICE_BYTES)
     except OSError:  # gone meanwhile
         return None
-    try:
-        if len(raw) > MAX_NOTICE_BYTES:
-            raise values.Refused(f"it is larger than {MAX_NOTICE_BYTES // 1024} KiB")
-        data = values.loads(raw)
     except values.Refused as refused:  # being written by a server without replace_json, or not the server's
         NOTICE.tell(sender, str(refused), log)
         return None

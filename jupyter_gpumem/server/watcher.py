@@ -32,7 +32,7 @@ import psutil
 from jupyter_gpumem import values
 from jupyter_gpumem._version import __version__
 from jupyter_gpumem.gpu import nvml
-from jupyter_gpumem.gpu.files import replace_json
+from jupyter_gpumem.gpu.files import read_json, replace_json
 from jupyter_gpumem.gpu.host import HostProcesses
 from jupyter_gpumem.gpu.model import HostInfo
 from jupyter_gpumem.gpu.reader import Reader
@@ -317,15 +317,9 @@ def _report(kernel_id: str, connection_file: str | None, log: logging.Logger) ->
         return None
     sender = f"kernel {kernel_id} ({path})"
     try:
-        with path.open("rb") as file:
-            raw = file.read(MAX_REPORT_BYTES + 1)
+        data = read_json(path, MAX_REPORT_BYTES)
     except OSError:  # none yet, or gone: not reporting
         return None
-    if len(raw) > MAX_REPORT_BYTES:
-        REPORT.tell(sender, f"it is larger than {MAX_REPORT_BYTES // 1024} KiB", log)
-        return None
-    try:
-        data = values.loads(raw)
     except values.Refused as refused:  # NaN, 10**400, nested 10,000 deep: one sentence, the other kernels read on
         REPORT.tell(sender, str(refused), log)
         return None
