@@ -49,7 +49,7 @@ const traceOf = (gd, uid) => {
   const i = gd._fullData.findIndex(t => t.uid === uid);
   return i < 0 ? null : gd.querySelectorAll('.scatterlayer .trace')[i];
 };
-const ownLine = gd => traceOf(gd, 'own').querySelector('.js-line');
+const ownLine = gd => traceOf(gd, 'own')?.querySelector('.js-line') ?? null;
 """
 
 # What a chart (the plotly plot under `root`) shows: the x range it was given (epoch ms) and plotly's own
@@ -86,10 +86,13 @@ CONTRAST = f"""selector => {{ {_COLOUR}
   return node ? contrast(node) : null;
 }}"""
 
-# The panel at its current width and theme: everything the look tests assert, in one go.
+# The panel at its current width and theme: everything the look tests assert, in one go; null while plotly is
+# between its data and its drawing (the own line in `_fullData`, its <path> not yet drawn), for a wait to retry.
 LAYOUT = f"""() => {{ {_COLOUR} {_TRACE}
   const panel = document.getElementById('jupyter-gpumem-panel');
   const q = s => panel.querySelector(s);
+  const own = ownLine(q('.jp-GpuMem-plot'));
+  if (!own) return null;
   const all = s => [...panel.querySelectorAll(s)];
   const shown = n => n.getClientRects().length > 0;
   const body = getComputedStyle(document.body);
@@ -143,7 +146,7 @@ LAYOUT = f"""() => {{ {_COLOUR} {_TRACE}
       .map(s => sameColour(getComputedStyle(q(s)).color, v('--jp-ui-font-color2'))),
     legendInside: legend.left >= box.left && legend.right <= box.right + 1 && legend.top >= chart.bottom
                   && legend.bottom <= box.bottom + 1 && legendNode.scrollWidth <= legendNode.clientWidth,
-    ownColour: sameColour(ownLine(q('.jp-GpuMem-plot')).style.stroke, v('--jp-brand-color1')),
+    ownColour: sameColour(own.style.stroke, v('--jp-brand-color1')),
     toolbarHeight: toolbar.getBoundingClientRect().height,
     uiFontSize: v('--jp-ui-font-size1'),
   }};
@@ -151,7 +154,8 @@ LAYOUT = f"""() => {{ {_COLOUR} {_TRACE}
 
 
 def layout(page: Page) -> dict[str, Any]:
-    return page.evaluate(LAYOUT)  # type: ignore[no-any-return]
+    """The panel's layout once plotly has drawn what its data says: a redraw in progress is waited out, never slept."""
+    return page.wait_for_function(LAYOUT, polling=50, timeout=10_000).json_value()  # type: ignore[no-any-return]
 
 
 def chart(page: Page, root: str = "#jupyter-gpumem-panel") -> dict[str, Any]:
