@@ -23,6 +23,9 @@ class Sampler(Generic[T]):
     History keeps ``history_s`` worth of samples, each reduced by ``keep`` to what a replay needs (the
     process tables are dropped: a sidebar needs them only for now). One Sampler per kernel; start() on a running one
     changes nothing, so loading the extension again never adds a thread.
+
+    A sample is kept and sent as one step (``_delivering``), so ``replay`` can cut the stream between two samples: a
+    replay and the samples sent after it meet without a gap or an overlap.
     """
 
     def __init__(
@@ -36,7 +39,8 @@ class Sampler(Generic[T]):
         self._take = take
         self._send = send
         self._keep = keep
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the history and the settings
+        self._delivering = threading.Lock()  # a sample from kept to sent; taken before _lock
         self._wake = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -60,6 +64,13 @@ class Sampler(Generic[T]):
         with self._lock:
             return list(self._history)
 
+    def replay(self, switch: Callable[[list[Kept]], None]) -> None:
+        """Calls ``switch(history)`` between two samples' deliveries, so that every sample is in that history or
+        sent after ``switch`` returns, never both and never neither: where a frontend's hello and the samples after
+        it meet. Read history() and then switch, and a sample kept meanwhile would go to the old receiver."""
+        with self._delivering:
+            switch(self.history())
+
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -82,9 +93,10 @@ class Sampler(Generic[T]):
         while not self._stopping:
             try:
                 sample = self._take()
-                with self._lock:
-                    self._history.append(self._keep(sample))
-                self._send(sample)
+                with self._delivering:
+                    with self._lock:
+                        self._history.append(self._keep(sample))
+                    self._send(sample)
                 self._failing = False
             except Exception:  # a bad sample must not end the stream; say so in the kernel's log, once
                 if not self._failing:

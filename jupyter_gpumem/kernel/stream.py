@@ -84,14 +84,19 @@ class Stream:
     def connect(self, interval_s: float, history_s: float) -> None:
         settings = protocol.check_settings(interval_s, history_s)
         self.sampler.configure(settings.interval_s, settings.history_s)
+        self.sampler.replay(self._open)
+        self.sampler.start()
+
+    def _open(self, history: list[Sample]) -> None:
+        """A fresh comm whose hello replays ``history``, in place of the last one: between two samples
+        (Sampler.replay), so the next sample goes to the new comm and none falls between them."""
         if self.comm is not None:
             self.comm.close()
-        hello = protocol.hello(self.sampler.interval_s, self.sampler.history_s, self.sampler.history())
+        hello = protocol.hello(self.sampler.interval_s, self.sampler.history_s, history)
         opened = comm.create_comm(target_name=TARGET, data=hello)
         opened.on_msg(self._on_msg)
         opened.on_close(lambda message: self._closed(opened))
         self.comm = opened
-        self.sampler.start()
 
     def stop(self) -> None:
         """The kernel is going away: each inline view leaves its last picture in its outputs (a notebook saved

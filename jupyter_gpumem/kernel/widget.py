@@ -94,6 +94,8 @@ class Replay(Protocol):
 
     def history(self) -> list[Sample]: ...
 
+    def replay(self, switch: Callable[[list[Sample]], None]) -> None: ...
+
 
 class GpuMemView(anywidget.AnyWidget):
     """This kernel's GPU memory, live, in a cell's output. Made by ``jupyter_gpumem.show()``."""
@@ -138,7 +140,8 @@ class GpuMemView(anywidget.AnyWidget):
             self.send(catalogue_message())
         elif kind == "replay" and not self._closed:
             replay = self._replay
-            self.send(protocol.hello(replay.interval_s, replay.history_s, replay.history()))
+            # Between two samples: each is in the replay or comes after it (update), never both.
+            replay.replay(lambda history: self.send(protocol.hello(replay.interval_s, replay.history_s, history)))
         elif kind == "stop":
             self.close()
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import threading
 import time
 
 import pytest
@@ -174,6 +176,45 @@ def test_a_failing_sample_is_logged_once_and_sampling_goes_on(caplog):
         "jupyter-gpumem: taking or sending a sample failed; sampling goes on"
     ) == 1
     assert sampler.history()[:2] == [{"n": 1}, {"n": 2}]
+
+
+def test_a_replay_and_the_samples_after_it_meet_with_no_gap_and_no_overlap():
+    """The soak's lost sample (issue 45): the sidebar connects, and its hello replays the history, while the
+    sampler keeps its next sample. connect() used to read the history and then open the new comm; a sample kept in
+    between was in neither the hello nor the new comm's stream. Sampler.replay cuts the stream between two samples."""
+    numbers = itertools.count(1)
+    taking_second, first_sent, second_sent, third_sent = (threading.Event() for _ in range(4))
+    receiver = "old comm"
+    got: dict[str, list[int]] = {"old comm": [], "new comm": []}
+
+    def take() -> dict[str, int]:
+        n = next(numbers)
+        if n == 2:
+            taking_second.wait(10)  # the driver answers while the frontend is being switched
+        return {"n": n}
+
+    def send(sample: dict[str, int]) -> None:
+        got[receiver].append(sample["n"])
+        [first_sent, second_sent, third_sent][min(sample["n"], 3) - 1].set()
+
+    def switch(history: list[dict[str, int]]) -> None:
+        nonlocal receiver
+        replayed.extend(s["n"] for s in history)
+        taking_second.set()
+        # Nothing may deliver sample 2 before the new comm is in place; without the cut it is sent now.
+        assert not second_sent.wait(0.5), "sample 2 was sent to the old comm while the new one was being opened"
+        receiver = "new comm"
+
+    replayed: list[int] = []
+    sampler = Sampler(take, send, keep=dict, interval_s=0.01, history_s=60)
+    sampler.start()
+    try:
+        assert first_sent.wait(10)
+        sampler.replay(switch)
+        assert third_sent.wait(10)
+    finally:
+        sampler.stop()
+    assert replayed == [1] and got["old comm"] == [1] and got["new comm"][:2] == [2, 3]
 
 
 def test_the_sampler_never_starts_tensorflow_and_reports_it_once_started(kernel_with):
