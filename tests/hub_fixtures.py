@@ -169,10 +169,28 @@ def _remove_user(name: str) -> None:
         raise RuntimeError(f"userdel {name}: {result.stderr}")
 
 
+def run_user(base: str) -> str:
+    """A Unix user name of this test run's own (``base-<pid of pytest>``): two suites on one machine make their
+    users side by side, and neither removes the other's."""
+    return f"{base}-{os.getpid()}"
+
+
+def _leftovers(name: str) -> list[str]:
+    """Users of the same base as ``name`` made by a run whose pytest has ended (it crashed, or was killed)."""
+    base = name.rpartition("-")[0]
+    return [
+        user.pw_name
+        for user in pwd.getpwall()
+        if user.pw_name.rpartition("-")[0] == base
+        and user.pw_name.rpartition("-")[2].isdigit()
+        and not psutil.pid_exists(int(user.pw_name.rpartition("-")[2]))
+    ]
+
+
 @contextmanager
 def unix_users(names: Iterable[str]) -> Iterator[list[str]]:
     """Unix users with homes of their own, made for the test and removed with their homes and processes after
-    it, also when it fails; users of the same names left over from an earlier run that crashed go first."""
+    it, also when it fails; users of the same names, or left over from an earlier run that crashed, go first."""
     if os.geteuid() != 0:
         raise RuntimeError(
             "tests/hub/test_hub.py runs as root: it makes Unix users, and LocalProcessSpawner switches to them"
@@ -180,7 +198,8 @@ def unix_users(names: Iterable[str]) -> Iterator[list[str]]:
     made = list(names)
     try:
         for name in made:
-            _remove_user(name)
+            for leftover in [name, *_leftovers(name)]:
+                _remove_user(leftover)
             subprocess.run(
                 ["useradd", "--create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
                 check=True,

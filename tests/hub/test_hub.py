@@ -27,7 +27,7 @@ from typing import Any
 
 import psutil
 import pytest
-from hub_fixtures import ADMIN_TOKEN, PROMETHEUS_TOKEN, ROOT, Hub, running_hub, shared_directory, unix_users
+from hub_fixtures import ADMIN_TOKEN, PROMETHEUS_TOKEN, ROOT, Hub, run_user, running_hub, shared_directory, unix_users
 from playwright.sync_api import Locator, Page, expect, sync_playwright
 from server_fixtures import eventually, http, prometheus_query, running_prometheus, wait_for
 
@@ -46,7 +46,7 @@ pytestmark = pytest.mark.server
 
 GPU0 = "GPU-5e5e5e5e-0000-4000-8000-000000000000"
 KERNEL_CONFIG = 'c.InteractiveShellApp.extensions = ["jupyter_gpumem"]\n'
-STUDENT, STAFF = "gpumemstudent", "gpumemstaff"  # Unix users made for this module
+STUDENT, STAFF = run_user("gpumemstudent"), run_user("gpumemstaff")  # Unix users made for this module
 GROUPS = {"students": [STUDENT], "staff": [STAFF]}
 GRAFANA = Path(__file__).resolve().parents[2] / "docs" / "grafana" / "jupyter-gpumem-hub.json"
 POLICIES = {"students": {"limit": "2GiB", "max_fraction": "0.25"}, "staff": {"max_fraction": "0.9"}}
@@ -405,7 +405,7 @@ class StudentsLab:
 
 @pytest.fixture
 def students_lab(scene: Scene) -> Iterator[StudentsLab]:
-    """Chromium logged in as the student through the hub's form, JupyterLab open at /user/gpumemstudent/lab on
+    """Chromium logged in as the student through the hub's form, JupyterLab open at /user/gpumemstudent-<pid>/lab on
     INLINE_NOTEBOOK with its kernel idle. The notebook, its kernel and the scenario's change go at the end."""
     hub, prefix = scene.hub, f"/user/{STUDENT}/"
     cells = ["%load_ext jupyter_gpumem\nimport os\nos.getpid()", "%gpumem show", "%gpumem show"]
@@ -475,7 +475,7 @@ def test_the_inline_view_works_in_the_students_jupyterlab_behind_the_hubs_prefix
 ) -> None:
     """The first view takes its module from the labextension the student's environment has (nothing fetched);
     the second, with that module and the loader's page cache taken out of the page, from the server extension's
-    static route under /user/gpumemstudent/, and draws its chart all the same."""
+    static route under /user/gpumemstudent-<pid>/, and draws its chart all the same."""
     page, answered, prefix = students_lab.page, students_lab.answered, f"/user/{STUDENT}/"
     version = json.loads((ROOT / "package.json").read_text())["version"]
     config = page.evaluate("() => JSON.parse(document.getElementById('jupyter-config-data').textContent)")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hub_fixtures import ADMIN_TOKEN, Hub, running_hub, shared_directory, unix_users
+from hub_fixtures import ADMIN_TOKEN, Hub, run_user, running_hub, shared_directory, unix_users
 from playwright.sync_api import Browser, BrowserContext, Page, Response
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from server_fixtures import http, wait_for
@@ -37,7 +37,7 @@ GPU0 = "GPU-5e5e5e5e-0000-4000-8000-000000000000"
 KERNEL_CONFIG = 'c.InteractiveShellApp.extensions = ["jupyter_gpumem"]\n'
 # A Unix user made for this module, named apart from tests/hub/test_hub.py's (a run of both at once would remove
 # the other's user).
-STUDENT, ADMIN = "gpumemlogin", "gpuadmin"
+STUDENT, ADMIN = run_user("gpumemlogin"), "gpuadmin"
 PASSWORD = "gpumem-test-password"  # the DummyAuthenticator's, in hub_fixtures.hub_config
 ROWS = "() => document.querySelectorAll('tbody tr').length"
 

@@ -31,7 +31,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hub_fixtures import unix_users
+from hub_fixtures import run_user, unix_users
 from protocol_fixtures import IDLE_NOTICE, s1_sample
 from server_fixtures import Server, running_server
 
@@ -41,7 +41,7 @@ from jupyter_gpumem.server.watcher import Watcher, _report
 from jupyter_gpumem.units import GiB, MiB
 from jupyter_gpumem.wire.report import HEARTBEAT_S, notice_path, report_path
 
-MALLORY = "gpumem-trust-m"  # the other Unix user: a name no other test makes
+MALLORY = run_user("gpumem-trust-m")  # the other Unix user: a name no other test makes
 GPU0 = "GPU-7a7a7a7a-0000-4000-8000-000000000000"
 REPORT = Path(__file__).parents[1] / "fixtures" / "report" / "report.json"
 NOTICE = {"protocol": 1, "type": "notice", **IDLE_NOTICE}
