@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Literal
 
 from jupyter_gpumem import values
-from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.gpu.model import Device, Snapshot
+from jupyter_gpumem.budget.plan import Plan, kernel_slices
+from jupyter_gpumem.gpu.model import MigDevice, Snapshot
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.units import GiB, MiB, format_mib
 from jupyter_gpumem.words import Said, word
@@ -130,6 +130,7 @@ class Limits:
     mps_server: bool = False
     pinned: dict[int, int] | None = None  # this process's MPS limits by CUDA ordinal, when set and readable
     problems: tuple[Said, ...] = ()  # sentences: a limit that cannot be read, or one that limits nothing
+    slices: Mapping[str, MigDevice | None] = field(default_factory=dict)  # plan.kernel_slices: by GPU uuid
 
 
 def read(snapshot: Snapshot, environ: Mapping[str, str] | None, budgets: Mapping[str, int | None]) -> Limits:
@@ -148,27 +149,20 @@ def read(snapshot: Snapshot, environ: Mapping[str, str] | None, budgets: Mapping
         if pinned and not server:
             problems.append(Said("mps_limit_without_server", variable=PINNED, pipe=str(mps_pipe(environ))))
     order = cuda_order(environ.get("CUDA_VISIBLE_DEVICES"), [(d.index, d.uuid) for d in snapshot.devices if d.uuid])
+    slices = kernel_slices(environ.get("CUDA_VISIBLE_DEVICES"), snapshot.devices)
     gpus = {}
     for device in snapshot.devices:
         if device.uuid is None or device.lost:
             continue
         ordinal = order.index(device.uuid) if device.uuid in order else None
         if device.mig_enabled:
-            gpus[device.uuid] = Limit("mig", _partition(device, environ.get("CUDA_VISIBLE_DEVICES")))
+            piece = slices.get(device.uuid)
+            gpus[device.uuid] = Limit("mig", piece.total_bytes if piece is not None else None)
         elif server and pinned and ordinal is not None and ordinal in pinned:
             gpus[device.uuid] = Limit("mps", pinned[ordinal])
         elif budgets.get(device.uuid) is not None:
             gpus[device.uuid] = Limit("cooperative", budgets[device.uuid])
-    return Limits(gpus, server, pinned, tuple(problems))
-
-
-def _partition(device: Device, visible: str | None) -> int | None:
-    """The memory of this kernel's MIG partition: the one CUDA_VISIBLE_DEVICES names, or the only one."""
-    named = {entry.strip() for entry in (visible or "").split(",")}
-    for mig in device.mig_devices:
-        if mig.uuid in named:
-            return mig.total_bytes
-    return device.mig_devices[0].total_bytes if len(device.mig_devices) == 1 else None
+    return Limits(gpus, server, pinned, tuple(problems), slices)
 
 
 # ---------------------------------------------------------------------- %gpumem … mps=on

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from jupyter_gpumem import values
 from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.policy import Policy, PolicyError
-from jupyter_gpumem.gpu.model import Device, Snapshot
+from jupyter_gpumem.gpu.model import Device, MigDevice, Snapshot
 from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.units import MiB, format_mib
@@ -64,6 +64,8 @@ class GpuPlan:
     # strict=off under a ceiling: the ceiling's cap on this GPU, where the allocator limit was lowered from the
     # budget so that it plus the overhead stays under it, as nvidia-smi counts it. None: not lowered.
     ceiling_bytes: int | None = None
+    # The MIG slice of this GPU the kernel runs on: total_bytes is the slice's, and CUDA_VISIBLE_DEVICES names it.
+    slice: MigDevice | None = None
 
     @property
     def overhead_bytes(self) -> int:
@@ -79,13 +81,15 @@ class Plan:
     no_gpu: str | None = None  # why there is no GPU to plan for (no driver, none visible)
     # Made while the driver had never answered: no GPU could be checked, so none is hidden either.
     unchecked: bool = False
+    notes: tuple[Said, ...] = ()  # what the plan changed from what was asked (a budget lowered to the driver's)
 
     @property
     def cuda_visible_devices(self) -> str | None:
-        """CUDA_VISIBLE_DEVICES by UUID (robust to enumeration order), or None to leave it alone."""
+        """CUDA_VISIBLE_DEVICES by UUID (robust to enumeration order; a MIG slice by its own), or None to leave it
+        alone."""
         if self.policy.gpus is None or self.unchecked:
             return None
-        return ",".join(g.uuid for g in self.gpus) or "-1"
+        return ",".join(g.slice.uuid if g.slice and g.slice.uuid else g.uuid for g in self.gpus) or "-1"
 
     def shared(self, ways: int) -> Plan:
         """This plan with each GPU's allocator limit split ``ways`` ways (frameworks sharing a budget)."""
@@ -96,6 +100,36 @@ class Plan:
             for g in self.gpus
         )
         return replace(self, gpus=gpus)
+
+
+def kernel_slices(visible: str | None, devices: tuple[Device, ...]) -> dict[str, MigDevice | None]:
+    """The MIG slice this kernel runs on, for each GPU in MIG mode (by the GPU's uuid; None: not known) that it can
+    use: the slices CUDA_VISIBLE_DEVICES names (``MIG-<uuid>``, or the older ``MIG-GPU-<uuid>/<gi>/<ci>``), else
+    the slice its own process is on, else the GPU's only slice. Where it names slices, GPUs it names no slice of
+    are absent: the kernel cannot use them."""
+    named: dict[str, MigDevice] = {}
+    for entry in (item.strip() for item in (visible or "").split(",")):
+        for device in devices:
+            for mig in device.mig_devices if device.uuid else ():
+                old = entry.startswith("MIG-GPU-") and entry.count("/") == 2
+                if (mig.uuid and mig.uuid == entry) or (
+                    old and device.uuid == entry[4:].split("/")[0] and str(mig.gpu_instance_id) == entry.split("/")[1]
+                ):
+                    named.setdefault(device.uuid or "", mig)
+    found: dict[str, MigDevice | None] = {}
+    for device in devices:
+        if not device.mig_enabled or device.uuid is None:
+            continue
+        if named:
+            if device.uuid in named:
+                found[device.uuid] = named[device.uuid]
+            continue
+        on = {p.gpu_instance_id for p in device.processes if p.is_self and p.gpu_instance_id is not None}
+        by_process = [m for m in device.mig_devices if m.gpu_instance_id in on]
+        only = list(device.mig_devices) if len(device.mig_devices) == 1 else []
+        candidates = by_process or only
+        found[device.uuid] = candidates[0] if candidates else None
+    return found
 
 
 def _select(policy: Policy, devices: tuple[Device, ...]) -> tuple[list[Device], list[Device]]:
@@ -156,19 +190,53 @@ def _budget(policy: Policy, ceiling: Ceiling, device: Device, total: int) -> int
     return budget
 
 
+def _at_driver_limit(policy: Policy, device: Device, budget: int | None) -> tuple[int | None, Said | None]:
+    """A budget above the hard limit the driver enforces on this kernel's cgroup is planned at that limit, and
+    the plan says so."""
+    limit = device.driver_limit
+    if budget is None or limit is None or budget <= limit.hard_bytes:
+        return budget, None
+    if policy.fraction is not None:
+        asked = f"fraction={policy.fraction:g}"
+    elif policy.limit_bytes is not None:
+        asked = f"limit={policy.limit_text}"
+    else:
+        asked = _("this server's ceiling")
+    said = Said(
+        "planned_at_driver_limit",
+        asked=asked,
+        asked_bytes=budget,
+        index=device.index,
+        limit_bytes=limit.hard_bytes,
+        cgroup=limit.cgroup,
+    )
+    return limit.hard_bytes, said
+
+
 def make_plan(
-    policy: Policy, snapshot: Snapshot, overhead: Callable[[Device], Overhead], ceiling: Ceiling = Ceiling()
+    policy: Policy,
+    snapshot: Snapshot,
+    overhead: Callable[[Device], Overhead],
+    ceiling: Ceiling = Ceiling(),
+    visible: str | None = None,
 ) -> Plan:
-    """``overhead``: what to set aside on a GPU for the CUDA context and libraries. Raises PolicyError
-    (a sentence) when the policy cannot hold on this machine's GPUs."""
+    """``overhead``: what to set aside on a GPU for the CUDA context and libraries; ``visible``: the kernel's
+    CUDA_VISIBLE_DEVICES as it started (a MIG slice it names is the GPU's memory for this kernel). Raises
+    PolicyError (a sentence) when the policy cannot hold on this machine's GPUs."""
     if snapshot.problem:
         return Plan(policy, no_gpu=snapshot.problem)
     silent = stalled(snapshot)
     if silent is not None and not snapshot.devices:
         return Plan(policy, no_gpu=Said("stalled_plan_later", stalled=silent), unchecked=True)
-    selected, hidden = _select(policy, snapshot.devices)
+    slices = kernel_slices(visible, snapshot.devices)
+    usable = snapshot.devices
+    if any(entry.strip().startswith("MIG-") for entry in (visible or "").split(",")):
+        usable = tuple(d for d in snapshot.devices if d.uuid in slices)  # only the GPUs of the slices it names
+    selected, hidden = _select(policy, usable)
+    hidden += [d for d in snapshot.devices if d not in usable]
     lost = tuple(d for d in selected if d.lost)  # only where gpus= did not name it (_select refuses that)
     gpus = []
+    notes = []
     for device in selected:
         if device.lost:
             continue
@@ -183,10 +251,16 @@ def make_plan(
                     "with gpus=."
                 )
             raise PolicyError(said.format(index=device.index))
-        budget = _budget(policy, ceiling, device, device.total_bytes)
+        piece = slices.get(device.uuid, None)
+        if device.uuid in slices and (piece is None or piece.total_bytes is None):
+            raise PolicyError(Said("mig_slice_not_known", index=device.index))
+        total = piece.total_bytes if piece is not None and piece.total_bytes is not None else device.total_bytes
+        budget, note = _at_driver_limit(policy, device, _budget(policy, ceiling, device, total))
+        if note is not None:
+            notes.append(note)
         aside = overhead(device)
         limit = budget
-        cap = ceiling.budget_bytes(device.total_bytes)
+        cap = ceiling.budget_bytes(total)
         lowered = None
         if budget is not None and policy.strict:
             limit = budget - aside.bytes
@@ -218,7 +292,7 @@ def make_plan(
                         index=device.index,
                         ceiling=ceiling.describe(),
                         cap=format_mib(cap),
-                        origin=ceiling.origin(device.total_bytes),
+                        origin=ceiling.origin(total),
                         aside=format_mib(aside.bytes),
                     )
                 )
@@ -227,12 +301,13 @@ def make_plan(
                 index=device.index,
                 uuid=device.uuid,
                 name=device.name or "unknown GPU",
-                total_bytes=device.total_bytes,
+                total_bytes=total,
                 budget_bytes=budget,
                 overhead=aside,
                 allocator_limit_bytes=limit,
                 ceiling_bytes=lowered,
+                slice=piece,
             )
         )
     no_gpu = None if snapshot.devices else Said("no_gpus")
-    return Plan(policy, gpus=tuple(gpus), hidden=tuple(hidden), lost=lost, no_gpu=no_gpu)
+    return Plan(policy, gpus=tuple(gpus), hidden=tuple(hidden), lost=lost, no_gpu=no_gpu, notes=tuple(notes))

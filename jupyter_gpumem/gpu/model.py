@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
+from jupyter_gpumem.words import Said
+
 ProcessKind = Literal["compute", "graphics", "compute+graphics"]
 
 
@@ -37,13 +39,38 @@ class GpuProcess(NamedTuple):
     # no such process here, or another program (the driver reports PIDs of another namespace): False;
     # None: not looked up, or it cannot be told (no driver name to compare, access denied).
     local: bool | None = None
+    # On a GPU in MIG mode, the GPU instance (slice) the process runs on; None elsewhere or not told.
+    gpu_instance_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class MigDevice:
+    """One MIG slice of a GPU: its own memory (per GPU instance) and its processes' instance id."""
+
     uuid: str | None
     total_bytes: int | None
     used_bytes: int | None
+    name: str | None = None  # "NVIDIA A100-SXM4-40GB MIG 1g.5gb"
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+
+    @property
+    def profile(self) -> str | None:
+        """The slice's profile, "1g.5gb", from the name the driver gives it."""
+        if not self.name or " MIG " not in self.name:
+            return None
+        return self.name.rsplit(" MIG ", 1)[1].strip() or None
+
+
+@dataclass(frozen=True, slots=True)
+class DriverLimit:
+    """The GPU memory limit the NVIDIA driver enforces on this process's cgroup (nvmlDeviceGetMemoryLimits_v1,
+    drivers from 615): the lowest hard limit on the path from its cgroup to the root, and that cgroup's figures."""
+
+    hard_bytes: int
+    soft_bytes: int | None  # None: no soft limit there
+    used_bytes: int | None  # what the driver counts against it
+    cgroup: str  # the cgroup whose limit binds, as /proc/<pid>/cgroup names it ("/jupyterhub/alice")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +85,10 @@ class Device:
     compute_capability: tuple[int, int] | None = None  # CUDA's (major, minor): the GPU generation
     mig_enabled: bool | None = None  # None: MIG not supported on this GPU
     mig_devices: tuple[MigDevice, ...] = ()
+    # A GPU with no memory of its own (GB10, NVML's memory info NOT_SUPPORTED and ATS/HMM addressing): its figures
+    # are the host's memory, which it shares with the CPU (/proc/meminfo, under the cgroup's memory.max).
+    memory_shared: bool = False
+    driver_limit: DriverLimit | None = None
     processes: tuple[GpuProcess, ...] = ()
     processes_known: bool = True  # False when the driver refused the process query
     lost: bool = False  # NVML_ERROR_GPU_IS_LOST: fell off the bus, needs a reset
@@ -95,6 +126,9 @@ class Snapshot:
     # The NVIDIA driver did not answer in time (reader.py): it has not answered since then, and the figures are
     # the last it gave, at that time (none when it never answered). None: these figures are the driver's answer.
     stalled_since: float | None = None
+    # Why no driver-enforced limit could be read (a driver without the calls, no cgroup v2, a call refused); None:
+    # they were read (a GPU without a limit then has driver_limit None), or there was nothing to read them on.
+    driver_limits_unknown: Said | None = None
 
     @property
     def own_processes(self) -> tuple[GpuProcess, ...]:

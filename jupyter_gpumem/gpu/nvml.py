@@ -18,8 +18,9 @@ from typing import Any, NamedTuple, TypeVar
 
 import pynvml
 
+from jupyter_gpumem.gpu import cgroup
 from jupyter_gpumem.gpu.host import in_host_pid_namespace
-from jupyter_gpumem.gpu.model import Device, GpuProcess, HostInfo, MigDevice, ProcessKind, Snapshot
+from jupyter_gpumem.gpu.model import Device, DriverLimit, GpuProcess, HostInfo, MigDevice, ProcessKind, Snapshot
 from jupyter_gpumem.words import Said
 
 T = TypeVar("T")
@@ -36,6 +37,14 @@ HostLookup = Callable[[Collection[int], Callable[[int], str | None]], Mapping[in
 
 class _Lost(Exception):
     """NVML_ERROR_GPU_IS_LOST: this GPU is gone until it is reset; the others still read."""
+
+
+class _NoLimits(Exception):
+    """The driver-enforced limits cannot be read (args[0]: why, a Said)."""
+
+
+NO_INSTANCE = 0xFFFFFFFF  # a process's gpuInstanceId outside MIG mode
+Table = dict[int, tuple[int | None, ProcessKind, int | None]]  # pid -> used bytes, kind, GPU instance id
 
 
 class _Facts(NamedTuple):
@@ -67,10 +76,12 @@ class _Static:
     machine: tuple[int, str | None] | None = None  # the GPU count, and the stand-in's scenario file
     devices: dict[int, _Facts] = field(default_factory=dict)  # by NVML index
     driver_version: str | None = None
+    limit_calls: bool = True  # False once the driver turned out to lack nvmlDeviceGetMemoryLimits_v1
 
     def forget(self) -> None:
         self.devices.clear()
         self.driver_version = None
+        self.limit_calls = True
 
 
 _UNSEEN = HostInfo()
@@ -161,9 +172,9 @@ def _running_processes(handle: Any, kind: str) -> list[Any]:
     return list(getattr(pynvml, f"nvmlDevice{kind}RunningProcesses_v2")(handle))
 
 
-def _process_table(handle: Any) -> tuple[dict[int, tuple[int | None, ProcessKind]], bool]:
-    """pid -> (used bytes or None, kind), and whether the driver answered at all."""
-    table: dict[int, tuple[int | None, ProcessKind]] = {}
+def _process_table(handle: Any) -> tuple[Table, bool]:
+    """pid -> (used bytes or None, kind, GPU instance), and whether the driver answered at all."""
+    table: Table = {}
     answered = False
     for kind, label in (("GetCompute", "compute"), ("GetGraphics", "graphics")):
         procs = _optional(_running_processes, handle, kind, function=f"nvmlDevice{kind}RunningProcesses")
@@ -172,12 +183,14 @@ def _process_table(handle: Any) -> tuple[dict[int, tuple[int | None, ProcessKind
         answered = True
         for proc in procs:
             used = proc.usedGpuMemory  # None: N/A (pynvml maps NVML_VALUE_NOT_AVAILABLE)
+            instance = getattr(proc, "gpuInstanceId", NO_INSTANCE)
+            instance = None if instance in (None, NO_INSTANCE) else int(instance)
             if proc.pid in table:
-                known, _ = table[proc.pid]
+                known, _, _ = table[proc.pid]
                 both = None if known is None and used is None else (known or 0) + (used or 0)
-                table[proc.pid] = (both, "compute+graphics")
+                table[proc.pid] = (both, "compute+graphics", instance)
             else:
-                table[proc.pid] = (used, label)  # type: ignore[assignment]
+                table[proc.pid] = (used, label, instance)  # type: ignore[assignment]
     return table, answered
 
 
@@ -190,11 +203,15 @@ def _mig_devices(handle: Any) -> tuple[MigDevice, ...]:
             continue  # NVML_ERROR_NOT_FOUND: an empty slot
         uuid = _optional(pynvml.nvmlDeviceGetUUID, mig)
         memory = _optional(pynvml.nvmlDeviceGetMemoryInfo, mig)
+        name = _optional(pynvml.nvmlDeviceGetName, mig)
         found.append(
             MigDevice(
                 uuid=_text(uuid) if uuid is not None else None,
                 total_bytes=memory.total if memory else None,
                 used_bytes=memory.used if memory else None,
+                name=_text(name) if name is not None else None,
+                gpu_instance_id=_optional(pynvml.nvmlDeviceGetGpuInstanceId, mig),
+                compute_instance_id=_optional(pynvml.nvmlDeviceGetComputeInstanceId, mig),
             )
         )
     return tuple(found)
@@ -220,44 +237,101 @@ def _static_facts(index: int, handle: Any, uuid: str | None) -> _Facts:
     return facts
 
 
-def _read_device(index: int) -> tuple[Device, dict[int, tuple[int | None, ProcessKind]]]:
+def _shares_host_memory(handle: Any) -> bool:
+    """The GPU addresses the host's memory (ATS: GB10, Grace Hopper; HMM): where it reports no memory of its own,
+    the host's is its pool. False where the driver or the binding lacks nvmlDeviceGetAddressingMode."""
+    get = getattr(pynvml, "nvmlDeviceGetAddressingMode", None)
+    mode = _optional(get, handle, function="nvmlDeviceGetAddressingMode") if get is not None else None
+    return mode in (pynvml.NVML_DEVICE_ADDRESSING_MODE_ATS, pynvml.NVML_DEVICE_ADDRESSING_MODE_HMM)
+
+
+def _driver_limit(handle: Any, found: cgroup.Chain) -> DriverLimit | None:
+    """The lowest hard limit the driver enforces from this process's cgroup up to the root, with the figures of
+    the cgroup it is set on; None where none is set. Raises _NoLimits (why) where they cannot be read."""
+    get = getattr(pynvml, "nvmlDeviceGetMemoryLimits_v1", None)
+    if get is None or not _static.limit_calls:
+        raise _NoLimits(Said("driver_limits_no_calls"))
+    binding = None
+    for path in found.paths:
+        limits = pynvml.c_nvmlGetMemoryLimits_v1_t()
+        limits.nameSpace = found.directory(path).encode()
+        try:
+            get(handle, limits)
+        except pynvml.NVMLError_GpuIsLost as error:
+            raise _Lost from error
+        except pynvml.NVMLError_FunctionNotFound:
+            _static.limit_calls = False  # a driver older than 615: asked again only when NVML starts again
+            raise _NoLimits(Said("driver_limits_no_calls")) from None
+        except pynvml.NVMLError as error:
+            raise _NoLimits(Said("driver_limits_refused", error=str(error))) from None
+        hard = int(limits.hardLimit)
+        if hard < pynvml.NVML_DEVICE_MEMORY_LIMIT_MAX and (binding is None or hard < binding.hard_bytes):
+            binding = DriverLimit(hard, int(limits.softLimit) or None, int(limits.currentUsed), path)
+    return binding
+
+
+class _Read(NamedTuple):
+    device: Device
+    processes: Table
+    limits_unknown: Said | None = None  # why its driver-enforced limits could not be read
+
+
+def _read_device(index: int, found: cgroup.Chain | Said) -> _Read:
+    """GPU ``index``; ``found``: this process's cgroups (for the driver's limits and a shared memory's cap), or why
+    there are none."""
     try:
         handle = pynvml.nvmlDeviceGetHandleByIndex(index)
     except pynvml.NVMLError_GpuIsLost:
         _static.devices.pop(index, None)
-        return Device(index=index, uuid=None, name=None, lost=True), {}
+        return _Read(Device(index=index, uuid=None, name=None, lost=True), {})
     except pynvml.NVMLError:
         _static.devices.pop(index, None)
-        return Device(index=index, uuid=None, name=None), {}
+        return _Read(Device(index=index, uuid=None, name=None), {})
     uuid = facts = None
+    chain = found if isinstance(found, cgroup.Chain) else None
+    unknown = found if isinstance(found, Said) else None
+    limit = None
     try:
         raw_uuid = _optional(pynvml.nvmlDeviceGetUUID, handle)
         uuid = _text(raw_uuid) if raw_uuid is not None else None
         facts = _static_facts(index, handle, uuid)
         memory = _optional(pynvml.nvmlDeviceGetMemoryInfo, handle)
+        shared = cgroup.host_memory(chain) if memory is None and _shares_host_memory(handle) else None
         util = _optional(pynvml.nvmlDeviceGetUtilizationRates, handle)
         mig_mode = _optional(pynvml.nvmlDeviceGetMigMode, handle)
         mig_enabled = None if mig_mode is None else mig_mode[0] == pynvml.NVML_DEVICE_MIG_ENABLE
         procs, answered = _process_table(handle)
         migs = _mig_devices(handle) if mig_enabled else ()
+        if chain is not None and not mig_enabled:  # MIG handles have no driver limits
+            try:
+                limit = _driver_limit(handle, chain)
+            except _NoLimits as why:
+                unknown = why.args[0]
     except _Lost:
         # Only what was read before the loss; the GPU is read afresh when it is back (after a reset).
         _static.devices.pop(index, None)
-        return Device(index=index, uuid=uuid, name=facts.name if facts else None, lost=True), {}
+        return _Read(Device(index=index, uuid=uuid, name=facts.name if facts else None, lost=True), {})
+    total = used = free = None
+    if memory is not None:
+        total, used, free = memory.total, memory.used, memory.free
+    elif shared is not None:
+        total, used, free = shared.total_bytes, shared.used_bytes, shared.free_bytes
     device = Device(
         index=index,
         uuid=uuid,
         name=facts.name,
-        total_bytes=memory.total if memory else None,
-        used_bytes=memory.used if memory else None,
-        free_bytes=memory.free if memory else None,
+        total_bytes=total,
+        used_bytes=used,
+        free_bytes=free,
         utilization_percent=util.gpu if util else None,
         compute_capability=facts.compute_capability,
         mig_enabled=mig_enabled,
         mig_devices=migs,
+        memory_shared=shared is not None,
+        driver_limit=limit,
         processes_known=answered,
     )
-    return device, procs
+    return _Read(device, procs, unknown)
 
 
 def process_name(pid: int) -> str | None:
@@ -294,21 +368,24 @@ def read(own_pid: int, host: HostLookup) -> Snapshot:
         if (count, simulated) != _static.machine:
             _static.forget()
             _static.machine = (count, simulated)
-        readings = [_read_device(index) for index in range(count)]
+        found = cgroup.chain()
+        readings = [_read_device(index, found) for index in range(count)]
         if _static.driver_version is None:  # after the GPUs: a UUID that changed forgets it too
             driver = _optional(pynvml.nvmlSystemGetDriverVersion)
             _static.driver_version = _text(driver) if driver is not None else None
-        pids = {pid for _, procs in readings for pid in procs}
+        pids = {pid for _, procs, _ in readings for pid in procs}
         info = host(pids, process_name) if pids else {}
         devices = []
-        for device, procs in readings:
+        for device, procs, _ in readings:
             if procs and device.uuid is not None:
                 uuid = device.uuid
                 rows = tuple(
-                    _row(pid, uuid, used, kind, info.get(pid, _UNSEEN), own_pid) for pid, (used, kind) in procs.items()
+                    _row(pid, uuid, used, kind, instance, info.get(pid, _UNSEEN), own_pid)
+                    for pid, (used, kind, instance) in procs.items()
                 )
                 device = replace(device, processes=rows)
             devices.append(device)
+        unknown = next((why for _, _, why in readings if why is not None), None)
         return Snapshot(
             taken_at=now,
             own_pid=own_pid,
@@ -316,9 +393,13 @@ def read(own_pid: int, host: HostLookup) -> Snapshot:
             driver_version=_static.driver_version,
             simulated_scenario=simulated,
             host_pid_namespace=in_host_pid_namespace(),
+            driver_limits_unknown=unknown,
         )
 
 
-def _row(pid: int, uuid: str, used: int | None, kind: ProcessKind, host: HostInfo, own_pid: int) -> GpuProcess:
+def _row(
+    pid: int, uuid: str, used: int | None, kind: ProcessKind, instance: int | None, host: HostInfo, own_pid: int
+) -> GpuProcess:
     own = pid == own_pid
-    return GpuProcess(pid, uuid, used, kind, host.name, host.user, host.cpu_percent, own, True if own else host.local)
+    local = True if own else host.local
+    return GpuProcess(pid, uuid, used, kind, host.name, host.user, host.cpu_percent, own, local, instance)

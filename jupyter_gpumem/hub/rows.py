@@ -52,6 +52,8 @@ class Row:
     driver_stalled_since: float | None = None
     # The jupyter-gpumem release the server runs, as its body says (also where the hub cannot read that body).
     server_version: str | None = None
+    driver_limit_bytes: int | None = None  # the hard limit the NVIDIA driver enforces on the kernel's cgroup
+    slice: str | None = None  # the profile of the MIG slice the kernel runs on
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +192,8 @@ def rows_of_server(user: str, server: str, data: object, now: float) -> list[Row
                 over_budget=gpu["over_budget"],
                 limit_kind=gpu["limit_kind"],
                 limit_hard=gpu["limit_hard"],
+                driver_limit_bytes=gpu.get("driver_limit_bytes"),
+                slice=gpu.get("slice"),
             )
             for gpu in kernel["gpus"]
         )

@@ -125,7 +125,8 @@ class Controller:
             installed = len(state.adapters) > 1 or state.adapters[0].importable()
             lines = [*self.cache_problem(), *messages.recorded(self.state, source, installed)]
         mps = messages.mps_applied(self._environment.environ) if policy.mps else []
-        return [*messages.unchecked(snapshot), *lines, *mps]
+        notes = [note.words() for note in state.plan.notes]
+        return [*messages.unchecked(snapshot), *notes, *lines, *mps]
 
     def reset(self) -> list[str]:
         if self.state.applied:
@@ -262,7 +263,8 @@ class Controller:
             remembered = self.calibration.planned(device, snapshot.driver_version, name, version)
             return remembered or estimate(device, name, library_bytes)
 
-        return make_plan(policy, snapshot, overhead, self.ceiling)
+        visible = self._environment.original("CUDA_VISIBLE_DEVICES")  # as the kernel started: its MIG slice
+        return make_plan(policy, snapshot, overhead, self.ceiling, visible)
 
     def _apply(self, state: State) -> list[str]:
         """Apply the State's plan to each of its frameworks; with several, they share each GPU's limit."""

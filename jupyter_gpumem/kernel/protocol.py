@@ -18,6 +18,7 @@ from jupyter_gpumem.budget.attribution import unlisted_bytes
 from jupyter_gpumem.budget.privacy import Others as OthersFigure
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Device
+from jupyter_gpumem.gpu.model import GpuProcess as GpuProcessModel
 from jupyter_gpumem.render import messages
 from jupyter_gpumem.units import format_tenth
 from jupyter_gpumem.wire.comm import (
@@ -37,6 +38,7 @@ from jupyter_gpumem.wire.comm import (
 )
 from jupyter_gpumem.wire.comm import Cell as CellSpan
 from jupyter_gpumem.wire.comm import Configure as ConfigureMessage
+from jupyter_gpumem.wire.comm import GpuProcess as ProcessRow
 from jupyter_gpumem.words import wire
 
 
@@ -75,9 +77,36 @@ def encode_sample(reading: Reading, notice: Notice | None = None, cells: list[Ce
     }
     if snapshot.stalled_since is not None:
         sample["stalled_since"] = round(snapshot.stalled_since, 3)
+    if snapshot.driver_limits_unknown is not None:
+        sample["driver_limits_unknown"] = wire(snapshot.driver_limits_unknown)
     if cells:
         sample["cells"] = cells
     return sample
+
+
+def _machine_shape(device: Device, reading: Reading) -> SampleGpu:
+    """What a shared GPU adds (each only where it applies): memory shared with the CPU, the driver's limit on this
+    kernel's cgroup, the MIG slice it runs on."""
+    shape = cast(SampleGpu, {})
+    if device.memory_shared:
+        shape["memory_shared"] = True
+    if (limit := device.driver_limit) is not None:
+        shape["driver_limit"] = {
+            "hard_bytes": limit.hard_bytes,
+            "soft_bytes": limit.soft_bytes,
+            "used_bytes": limit.used_bytes,
+            "cgroup": limit.cgroup,
+        }
+    if (piece := reading.limits.slices.get(device.uuid or "")) is not None:
+        shape["slice"] = {
+            "uuid": piece.uuid,
+            "name": piece.name,
+            "profile": piece.profile,
+            "total_bytes": piece.total_bytes,
+            "used_bytes": piece.used_bytes,
+            "gpu_instance_id": piece.gpu_instance_id,
+        }
+    return shape
 
 
 def _encode_device(device: Device, reading: Reading, hidden: bool) -> SampleGpu:
@@ -117,22 +146,27 @@ def _encode_device(device: Device, reading: Reading, hidden: bool) -> SampleGpu:
         "framework_bytes": allocator.in_use if allocator else None,
         "framework_peak_bytes": allocator.peak if allocator else None,
         "processes_known": device.processes_known,
-        "processes": [
-            {
-                "pid": p.pid,
-                "name": p.name,
-                "user": p.user,
-                "used_bytes": p.used_bytes,
-                "cpu_percent": None if p.cpu_percent is None else float(format_tenth(p.cpu_percent)),
-                "self": p.is_self,
-                "local": p.local,
-                # Seen by the host but its CPU% not measured yet (the first refresh): not the same as N/A.
-                "cpu_pending": bool(p.local) and p.cpu_percent is None,
-            }
-            for p in processes
-        ],
+        "processes": [_encode_process(p) for p in processes],
         "others": _encode_others(others),  # other users' processes, where privacy does not list them
+        **_machine_shape(device, reading),
     }
+
+
+def _encode_process(p: GpuProcessModel) -> ProcessRow:
+    row: ProcessRow = {
+        "pid": p.pid,
+        "name": p.name,
+        "user": p.user,
+        "used_bytes": p.used_bytes,
+        "cpu_percent": None if p.cpu_percent is None else float(format_tenth(p.cpu_percent)),
+        "self": p.is_self,
+        "local": p.local,
+        # Seen by the host but its CPU% not measured yet (the first refresh): not the same as N/A.
+        "cpu_pending": bool(p.local) and p.cpu_percent is None,
+    }
+    if p.gpu_instance_id is not None:  # on a GPU in MIG mode: its slice
+        row["gpu_instance_id"] = p.gpu_instance_id
+    return row
 
 
 def _encode_others(others: OthersFigure | None) -> OtherUsers | None:

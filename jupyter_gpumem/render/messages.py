@@ -5,6 +5,7 @@ anything (control.py does)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from jupyter_gpumem.budget.framework_interface import Framework
 from jupyter_gpumem.budget.limits import PINNED
@@ -12,7 +13,7 @@ from jupyter_gpumem.budget.plan import Ceiling, Plan
 from jupyter_gpumem.budget.policy import Policy
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.budget.state import State
-from jupyter_gpumem.gpu.model import Snapshot
+from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.i18n import pgettext
@@ -348,10 +349,25 @@ def limit_lines(reading: Reading) -> list[str]:
         for device in reading.snapshot.devices
         if (limit := reading.limits.gpus.get(device.uuid or "")) is not None
     ]
+    gpus += [
+        f"  GPU {device.index}: {driver_limit(device).words()}"
+        for device in reading.snapshot.devices
+        if device.driver_limit
+    ]
     lines = [_("Limits on this kernel's memory:"), *gpus] if gpus else []
     lines.extend(f"  {words(problem)}" for problem in reading.limits.problems)
+    if reading.snapshot.driver_limits_unknown is not None:  # once, not per GPU
+        lines.append(f"  {reading.snapshot.driver_limits_unknown.words()}")
     offer = mps_offer(reading)
     return [*lines, f"  {offer.words()}"] if offer else lines
+
+
+def driver_limit(device: Device) -> Said:
+    """The limit the NVIDIA driver enforces on this kernel's cgroup on ``device`` (it has one), with what it counts."""
+    limit = device.driver_limit
+    assert limit is not None
+    used = cast(int, limit.used_bytes)  # None reads N/A (words.py)
+    return Said("driver_limit", limit_bytes=limit.hard_bytes, cgroup=limit.cgroup, used_bytes=used)
 
 
 def mps_offer(reading: Reading) -> Said | None:

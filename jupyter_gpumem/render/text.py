@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from typing import cast
 
 from jupyter_gpumem.budget.attribution import PidStance, pid_stance, unlisted_bytes
 from jupyter_gpumem.budget.privacy import others_line
@@ -13,7 +14,7 @@ from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.render import table, words
 from jupyter_gpumem.units import format_mib, format_percent, format_total
-from jupyter_gpumem.words import word
+from jupyter_gpumem.words import Said, word
 
 _INDENT = "       "
 
@@ -77,10 +78,18 @@ def _device_lines(device: Device, stance: PidStance | None, reading: Reading | N
             utilisation=util,
         )
     )
+    if device.memory_shared:
+        lines.append(_INDENT + Said("memory_shared").words())
+    mine = reading.limits.slices.get(device.uuid or "") if reading else None
     for slot, mig in enumerate(device.mig_devices):
+        profile = f"{printable(mig.profile)}  " if mig.profile else ""
         lines.append(
-            f"{_INDENT}MIG {slot}  {printable(mig.uuid or _('uuid unknown'))}  "
+            f"{_INDENT}MIG {slot}  {printable(mig.uuid or _('uuid unknown'))}  {profile}"
             + _("{used} used of {total}").format(used=format_mib(mig.used_bytes), total=format_mib(mig.total_bytes))
+        )
+    if mine is not None:
+        lines.append(
+            _INDENT + Said("mig_slice", profile=mine.profile or "?", total_bytes=cast(int, mine.total_bytes)).words()
         )
     processes, others = reading.shown(device) if reading else (device.processes, None)
     if not device.processes_known:

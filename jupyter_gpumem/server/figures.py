@@ -73,6 +73,9 @@ class KernelGpuFigures:
     own_source: OwnSource
     limit_kind: LimitKind
     limit_hard: bool
+    driver_limit_bytes: int | None = None  # the hard limit the NVIDIA driver enforces on the kernel's cgroup
+    slice: str | None = None  # the profile of the MIG slice the kernel runs on ("1g.5gb")
+    memory_shared: bool = False  # the GPU's memory is the host's (unified memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +257,7 @@ def _kernel_gpu(device: Device, own: list[int | None], said: SampleGpu | None) -
     # No process listed is not 0: NVML lists none where the kernel holds nothing, and also where its PID is
     # not the one the driver sees (a container without the host's PID namespace).
     used = total(own) if own else None
+    driver, piece = (said.get("driver_limit"), said.get("slice")) if said else (None, None)
     return KernelGpuFigures(
         index=device.index,
         uuid=device.uuid,
@@ -271,4 +275,7 @@ def _kernel_gpu(device: Device, own: list[int | None], said: SampleGpu | None) -
         own_source=own_source,
         limit_kind=said.get("limit_kind") if said else None,
         limit_hard=bool(said and said.get("limit_hard")),
+        driver_limit_bytes=driver["hard_bytes"] if driver else None,
+        slice=piece["profile"] if piece else None,
+        memory_shared=bool(said and said.get("memory_shared")),
     )

@@ -124,6 +124,17 @@ LIMIT = Family(
     "Which kind of limit holds the kernel on the GPU: mig or mps (hard=true) or cooperative (%gpumem).",
     (*KERNEL_GPU, "kind", "hard"),
 )
+DRIVER_LIMIT = Family(
+    "jupyter_gpumem_kernel_driver_limit_bytes",
+    "The GPU memory limit (hard) the NVIDIA driver enforces on the kernel's cgroup, as the kernel read it "
+    "(drivers from 615); no sample where none is set or it cannot be read.",
+    KERNEL_GPU,
+)
+SLICE = Family(
+    "jupyter_gpumem_kernel_mig_slice_info",
+    "The MIG slice the kernel runs on, by its profile (1g.5gb); no sample outside MIG mode.",
+    (*KERNEL_GPU, "profile"),
+)
 OTHER_USER = Family(
     "jupyter_gpumem_gpu_other_user_processes",
     "Processes of another Unix user on the GPU (only where GpumemServer.privacy is names or list).",
@@ -137,7 +148,7 @@ OTHER_USER_USED = Family(
 FAMILIES = (INFO, NVML_UP, READ_AT, DRIVER_ANSWERING, READING_AGE, GPU_INFO, GPU_LOST, GPU_TOTAL, GPU_USED,
             GPU_UTILIZATION, OTHERS, OTHERS_USED, OTHER_USER, OTHER_USER_USED, REPORTING, OOM_ERRORS,
             CEILING_RATIO, CEILING_BYTES, KERNEL_USED, BUDGET, OVER_BUDGET, ALLOCATOR_USED, ALLOCATOR_POOL,
-            KERNEL_OWN, LIMIT)  # fmt: skip
+            KERNEL_OWN, LIMIT, DRIVER_LIMIT, SLICE)  # fmt: skip
 
 
 def rows(figures: Figures) -> tuple[Row, ...]:
@@ -182,6 +193,9 @@ def rows(figures: Figures) -> tuple[Row, ...]:
                 add(KERNEL_OWN, (*on, row.own_source), row.own_bytes)
             if row.limit_kind:
                 add(LIMIT, (*on, row.limit_kind, "true" if row.limit_hard else "false"), 1)
+            add(DRIVER_LIMIT, on, row.driver_limit_bytes)
+            if row.slice:
+                add(SLICE, (*on, row.slice), 1)
     return tuple(found)
 
 

@@ -7,6 +7,7 @@ where an older kernel leaves it out (``Schema.problem``). The TypeScript side ch
 from jupyter_gpumem.wire.generated.comm_v1 import (
     Cell,
     Configure,
+    GpuProcess,
     Hello,
     LimitKind,
     Notice,
@@ -26,6 +27,7 @@ from jupyter_gpumem.wire.schemas import Schema, bounds
 __all__ = [
     "Cell",
     "Configure",
+    "GpuProcess",
     "Hello",
     "LimitKind",
     "Notice",

@@ -113,6 +113,18 @@ class KernelGpu(TypedDict):
     """
     The limit is enforced (mig, mps). Added after the first release: absent means false.
     """
+    driver_limit_bytes: NotRequired[int | None]
+    """
+    The GPU memory limit the NVIDIA driver enforces on the kernel's cgroup (hard; drivers from 615), as the kernel read it; null: none, or not known. Added in 0.2.0: absent means null.
+    """
+    slice: NotRequired[str | None]
+    """
+    The profile of the MIG slice the kernel runs on ("1g.5gb"); null: not on a MIG slice, or not known. Added in 0.2.0: absent means null.
+    """
+    memory_shared: NotRequired[bool]
+    """
+    The GPU shares the host's memory (unified memory): its figures are the host's. Added in 0.2.0: absent means false.
+    """
 
 
 class ServerGpu(TypedDict):

@@ -69,7 +69,7 @@ What own_bytes rests on (docs/containers.md): exact: NVML lists this kernel's PI
 
 LimitKind: TypeAlias = Literal["mig", "mps", "cooperative"] | None
 """
-What limits this kernel's memory on it: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. Absent means null.
+What limits this kernel's memory on it: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. Absent means null. A limit the NVIDIA driver enforces is driver_limit (a closed set gains no value within a major version).
 """
 
 
@@ -115,6 +115,10 @@ class GpuProcess(TypedDict):
     cpu_pending: NotRequired[bool]
     """
     The host sees the process but has not measured its CPU% yet (cpu_percent is null; shown as '…', not N/A). Added after the first release: absent means false.
+    """
+    gpu_instance_id: NotRequired[int | None]
+    """
+    On a GPU in MIG mode, the GPU instance (slice) it runs on; null elsewhere. Absent means null.
     """
 
 
@@ -239,6 +243,15 @@ Code: TypeAlias = Literal[
     "stalled_no_figures_yet",
     "stalled_plan_later",
     "no_gpus",
+    "driver_limits_no_calls",
+    "driver_limits_refused",
+    "cgroup_unreadable",
+    "no_cgroup_v2",
+    "planned_at_driver_limit",
+    "driver_limit",
+    "mig_slice",
+    "memory_shared",
+    "mig_slice_not_known",
 ]
 """
 Every code this release words (jupyter_gpumem/words/en.json has a template for each). A newer release may add codes: a reader falls back to the sentence field beside a code it does not know.
@@ -269,6 +282,52 @@ class Cell(TypedDict):
     error: bool
     """
     It raised an exception (false while it runs).
+    """
+
+
+class DriverLimit(TypedDict):
+    hard_bytes: int
+    """
+    The hard limit: an allocation beyond it fails.
+    """
+    soft_bytes: int | None
+    """
+    The soft limit (the request); null: none.
+    """
+    used_bytes: int | None
+    """
+    What the driver counts against the limit in that cgroup; null: not told.
+    """
+    cgroup: str
+    """
+    The cgroup whose limit binds, as /proc/<pid>/cgroup names it.
+    """
+
+
+class MigSlice(TypedDict):
+    uuid: str | None
+    """
+    The slice's MIG- UUID (what CUDA_VISIBLE_DEVICES names).
+    """
+    name: str | None
+    """
+    NVML's name for it ("NVIDIA A100-SXM4-40GB MIG 1g.5gb").
+    """
+    profile: str | None
+    """
+    Its profile ("1g.5gb").
+    """
+    total_bytes: int | None
+    """
+    The slice's memory.
+    """
+    used_bytes: int | None
+    """
+    In use on the slice.
+    """
+    gpu_instance_id: int | None
+    """
+    Its GPU instance id; processes on it carry the same.
     """
 
 
@@ -369,7 +428,7 @@ class SampleGpu(TypedDict):
     """
     limit_kind: NotRequired[LimitKind]
     """
-    What limits this kernel's memory on it: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. Absent means null.
+    What limits this kernel's memory on it: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. Absent means null. A limit the NVIDIA driver enforces is driver_limit (a closed set gains no value within a major version).
     """
     limit_hard: NotRequired[bool]
     """
@@ -378,6 +437,18 @@ class SampleGpu(TypedDict):
     limit_bytes: NotRequired[int | None]
     """
     The partition's memory, the MPS limit or the budget; null when not known (a MIG partition that is not named). Absent means null.
+    """
+    memory_shared: NotRequired[bool]
+    """
+    The GPU has no memory of its own and shares the host's (GB10, Grace Hopper: unified memory): total_bytes, used_bytes and the budgets are the host's memory, under the cgroup's memory.max. Absent means false.
+    """
+    driver_limit: NotRequired[DriverLimit | None]
+    """
+    The GPU memory limit the NVIDIA driver enforces on this kernel's cgroup (nvmlDeviceGetMemoryLimits_v1): the lowest hard limit from its cgroup to the root. Null: none set, or none could be read (the sample's driver_limits_unknown says why). Absent means null.
+    """
+    slice: NotRequired[MigSlice | None]
+    """
+    The MIG slice of this GPU that this kernel runs on (CUDA_VISIBLE_DEVICES names it, or its process is on it); its budgets are planned against the slice's memory. Null: not in MIG mode, or which slice is not known. Absent means null.
     """
     budget_bytes: int | None
     """
@@ -544,6 +615,10 @@ class Sample(TypedDict):
     cells: NotRequired[list[Cell]]
     """
     The notebook's cells this sample marks on the chart: those that ended since the kernel's previous sample, and the one running (end_t null), oldest first. Kept in hello.history, so a replay has every cell in its window. Absent: none (and from an older kernel).
+    """
+    driver_limits_unknown: NotRequired[Said | None]
+    """
+    Why no limit the NVIDIA driver enforces could be read (a driver before 615 without nvmlDeviceGetMemoryLimits_v1, no cgroup v2, a call refused); null: they were read, or there was nothing to read. Absent means null.
     """
 
 

@@ -123,7 +123,11 @@ export const COMM_SCHEMA = {
           anyOf: [{ $ref: '#/$defs/notice' }, { type: 'null' }],
           default: null
         },
-        cells: { type: 'array', items: { $ref: '#/$defs/cell' }, default: [] }
+        cells: { type: 'array', items: { $ref: '#/$defs/cell' }, default: [] },
+        driver_limits_unknown: {
+          anyOf: [{ $ref: '#/$defs/said' }, { type: 'null' }],
+          default: null
+        }
       }
     },
     gpu: {
@@ -173,6 +177,15 @@ export const COMM_SCHEMA = {
         },
         limit_hard: { type: 'boolean', default: false },
         limit_bytes: { type: ['integer', 'null'], minimum: 0, default: null },
+        memory_shared: { type: 'boolean', default: false },
+        driver_limit: {
+          anyOf: [{ $ref: '#/$defs/driverLimit' }, { type: 'null' }],
+          default: null
+        },
+        slice: {
+          anyOf: [{ $ref: '#/$defs/migSlice' }, { type: 'null' }],
+          default: null
+        },
         budget_bytes: { type: ['integer', 'null'], minimum: 0 },
         in_force: { type: 'boolean', default: false },
         pool_bytes: { type: ['integer', 'null'], minimum: 0, default: null },
@@ -216,7 +229,12 @@ export const COMM_SCHEMA = {
         cpu_percent: { type: ['number', 'null'], minimum: 0 },
         self: { type: 'boolean' },
         local: { type: ['boolean', 'null'], default: null },
-        cpu_pending: { type: 'boolean', default: false }
+        cpu_pending: { type: 'boolean', default: false },
+        gpu_instance_id: {
+          type: ['integer', 'null'],
+          minimum: 0,
+          default: null
+        }
       }
     },
     others: {
@@ -358,7 +376,16 @@ export const COMM_SCHEMA = {
         'stalled_figures_from_then',
         'stalled_no_figures_yet',
         'stalled_plan_later',
-        'no_gpus'
+        'no_gpus',
+        'driver_limits_no_calls',
+        'driver_limits_refused',
+        'cgroup_unreadable',
+        'no_cgroup_v2',
+        'planned_at_driver_limit',
+        'driver_limit',
+        'mig_slice',
+        'memory_shared',
+        'mig_slice_not_known'
       ]
     },
     cell: {
@@ -370,6 +397,35 @@ export const COMM_SCHEMA = {
         start_t: { type: 'number' },
         end_t: { type: ['number', 'null'] },
         error: { type: 'boolean' }
+      }
+    },
+    driverLimit: {
+      type: 'object',
+      required: ['hard_bytes', 'soft_bytes', 'used_bytes', 'cgroup'],
+      properties: {
+        hard_bytes: { type: 'integer', minimum: 0 },
+        soft_bytes: { type: ['integer', 'null'], minimum: 0 },
+        used_bytes: { type: ['integer', 'null'], minimum: 0 },
+        cgroup: { type: 'string', maxLength: 4096 }
+      }
+    },
+    migSlice: {
+      type: 'object',
+      required: [
+        'uuid',
+        'name',
+        'profile',
+        'total_bytes',
+        'used_bytes',
+        'gpu_instance_id'
+      ],
+      properties: {
+        uuid: { type: ['string', 'null'] },
+        name: { type: ['string', 'null'] },
+        profile: { type: ['string', 'null'] },
+        total_bytes: { type: ['integer', 'null'], minimum: 0 },
+        used_bytes: { type: ['integer', 'null'], minimum: 0 },
+        gpu_instance_id: { type: ['integer', 'null'], minimum: 0 }
       }
     }
   }
@@ -529,7 +585,14 @@ export const API_SCHEMA = {
           enum: ['mig', 'mps', 'cooperative', null],
           default: null
         },
-        limit_hard: { type: 'boolean', default: false }
+        limit_hard: { type: 'boolean', default: false },
+        driver_limit_bytes: {
+          type: ['integer', 'null'],
+          minimum: 0,
+          default: null
+        },
+        slice: { type: ['string', 'null'], maxLength: 64, default: null },
+        memory_shared: { type: 'boolean', default: false }
       }
     },
     said: {
@@ -636,7 +699,16 @@ export const API_SCHEMA = {
         'stalled_figures_from_then',
         'stalled_no_figures_yet',
         'stalled_plan_later',
-        'no_gpus'
+        'no_gpus',
+        'driver_limits_no_calls',
+        'driver_limits_refused',
+        'cgroup_unreadable',
+        'no_cgroup_v2',
+        'planned_at_driver_limit',
+        'driver_limit',
+        'mig_slice',
+        'memory_shared',
+        'mig_slice_not_known'
       ]
     },
     user_share: {

@@ -113,7 +113,16 @@ export type Code =
   | 'stalled_figures_from_then'
   | 'stalled_no_figures_yet'
   | 'stalled_plan_later'
-  | 'no_gpus';
+  | 'no_gpus'
+  | 'driver_limits_no_calls'
+  | 'driver_limits_refused'
+  | 'cgroup_unreadable'
+  | 'no_cgroup_v2'
+  | 'planned_at_driver_limit'
+  | 'driver_limit'
+  | 'mig_slice'
+  | 'memory_shared'
+  | 'mig_slice_not_known';
 /**
  * recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
  */
@@ -128,7 +137,7 @@ export type PidNamespace =
  */
 export type OwnSource = 'exact' | 'matched' | 'estimated' | 'unknown' | null;
 /**
- * What limits this kernel's memory on it: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. Absent means null.
+ * What limits this kernel's memory on it: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. Absent means null. A limit the NVIDIA driver enforces is driver_limit (a closed set gains no value within a major version).
  */
 export type LimitKind = 'mig' | 'mps' | 'cooperative' | null;
 /**
@@ -247,6 +256,10 @@ export interface Sample {
    * The notebook's cells this sample marks on the chart: those that ended since the kernel's previous sample, and the one running (end_t null), oldest first. Kept in hello.history, so a replay has every cell in its window. Absent: none (and from an older kernel).
    */
   cells: Cell[];
+  /**
+   * Why no limit the NVIDIA driver enforces could be read (a driver before 615 without nvmlDeviceGetMemoryLimits_v1, no cgroup v2, a call refused); null: they were read, or there was nothing to read. Absent means null.
+   */
+  driverLimitsUnknown: Said | null;
 }
 /**
  * A reason, problem or note as a code and the values its words need (docs/protocol.md, 'Codes and words'): each surface words it from its language's catalogue, jupyter_gpumem/words/<language>.json, where the code names a template whose {name} placeholders are the values.
@@ -330,6 +343,18 @@ export interface SampleGpu {
    */
   limitBytes: number | null;
   /**
+   * The GPU has no memory of its own and shares the host's (GB10, Grace Hopper: unified memory): total_bytes, used_bytes and the budgets are the host's memory, under the cgroup's memory.max. Absent means false.
+   */
+  memoryShared: boolean;
+  /**
+   * The GPU memory limit the NVIDIA driver enforces on this kernel's cgroup (nvmlDeviceGetMemoryLimits_v1): the lowest hard limit from its cgroup to the root. Null: none set, or none could be read (the sample's driver_limits_unknown says why). Absent means null.
+   */
+  driverLimit: DriverLimit | null;
+  /**
+   * The MIG slice of this GPU that this kernel runs on (CUDA_VISIBLE_DEVICES names it, or its process is on it); its budgets are planned against the slice's memory. Null: not in MIG mode, or which slice is not known. Absent means null.
+   */
+  slice: MigSlice | null;
+  /**
    * This kernel's budget on it as nvidia-smi counts it; null: none set.
    */
   budgetBytes: number | null;
@@ -380,6 +405,58 @@ export interface SampleGpu {
   others: OtherUsers | null;
 }
 /**
+ * This interface was referenced by `undefined`'s JSON-Schema
+ * via the `definition` "driverLimit".
+ */
+export interface DriverLimit {
+  /**
+   * The hard limit: an allocation beyond it fails.
+   */
+  hardBytes: number;
+  /**
+   * The soft limit (the request); null: none.
+   */
+  softBytes: number | null;
+  /**
+   * What the driver counts against the limit in that cgroup; null: not told.
+   */
+  usedBytes: number | null;
+  /**
+   * The cgroup whose limit binds, as /proc/<pid>/cgroup names it.
+   */
+  cgroup: string;
+}
+/**
+ * This interface was referenced by `undefined`'s JSON-Schema
+ * via the `definition` "migSlice".
+ */
+export interface MigSlice {
+  /**
+   * The slice's MIG- UUID (what CUDA_VISIBLE_DEVICES names).
+   */
+  uuid: string | null;
+  /**
+   * NVML's name for it ("NVIDIA A100-SXM4-40GB MIG 1g.5gb").
+   */
+  name: string | null;
+  /**
+   * Its profile ("1g.5gb").
+   */
+  profile: string | null;
+  /**
+   * The slice's memory.
+   */
+  totalBytes: number | null;
+  /**
+   * In use on the slice.
+   */
+  usedBytes: number | null;
+  /**
+   * Its GPU instance id; processes on it carry the same.
+   */
+  gpuInstanceId: number | null;
+}
+/**
  * One process on one GPU.
  */
 export interface GpuProcess {
@@ -415,6 +492,10 @@ export interface GpuProcess {
    * The host sees the process but has not measured its CPU% yet (cpu_percent is null; shown as '…', not N/A). Added after the first release: absent means false.
    */
   cpuPending: boolean;
+  /**
+   * On a GPU in MIG mode, the GPU instance (slice) it runs on; null elsewhere. Absent means null.
+   */
+  gpuInstanceId: number | null;
 }
 /**
  * Other Unix users' processes on one GPU as one figure, where privacy does not list them one by one (docs/hub.md, 'Privacy').
@@ -797,4 +878,16 @@ export interface KernelGpu {
    * The limit is enforced (mig, mps). Added after the first release: absent means false.
    */
   limitHard: boolean;
+  /**
+   * The GPU memory limit the NVIDIA driver enforces on the kernel's cgroup (hard; drivers from 615), as the kernel read it; null: none, or not known. Added in 0.2.0: absent means null.
+   */
+  driverLimitBytes: number | null;
+  /**
+   * The profile of the MIG slice the kernel runs on ("1g.5gb"); null: not on a MIG slice, or not known. Added in 0.2.0: absent means null.
+   */
+  slice: string | null;
+  /**
+   * The GPU shares the host's memory (unified memory): its figures are the host's. Added in 0.2.0: absent means false.
+   */
+  memoryShared: boolean;
 }
