@@ -23,6 +23,9 @@ from jupyter_client.manager import KernelManager
 from jupyter_gpumem import standin
 from jupyter_gpumem.i18n import build as catalogues
 
+# Fixtures of their own module, for every test: real cgroup v2 directories (``mount``, ``cgroups``).
+pytest_plugins = ["cgroup_fixtures"]
+
 FIXTURES = Path(__file__).parent / "fixtures"
 SCENARIOS = FIXTURES / "scenarios"
 _BUILD_VARIABLE = "JUPYTER_GPUMEM_TEST_STANDIN_DIR"

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import pynvml
@@ -403,3 +404,68 @@ def _row(
     own = pid == own_pid
     local = True if own else host.local
     return GpuProcess(pid, uuid, used, kind, host.name, host.user, host.cpu_percent, own, local, instance)
+
+
+LIMITS_DRIVER = "an NVIDIA driver from 615 (CUDA 13.4)"
+
+
+class LimitSetter:
+    """The driver-enforced memory limits, set (nvmlDeviceSetMemoryLimits_v1, drivers from 615; root): the hub's one
+    writer to NVML (hub/cgroups.py), started on the first server that needs it. Every NVML error is caught by the
+    caller through ``missing``, said as a phrase naming what is missing; none reaches a spawn."""
+
+    def __init__(self) -> None:
+        self.pynvml: Any = None  # the module, once NVML started
+
+    def start(self) -> str | None:
+        """None when NVML answers and has the calls; else what is missing."""
+        if self.pynvml is not None:
+            return None
+        if not hasattr(pynvml, "nvmlDeviceSetMemoryLimits_v1"):
+            return "nvidia-ml-py 13.615.71 or later in the hub's environment (it has no nvmlDeviceSetMemoryLimits_v1)"
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as error:
+            return f"an NVIDIA driver the hub can reach (NVML did not start: {error})"
+        self.pynvml = pynvml
+        return None
+
+    def missing(self, error: Exception) -> str:
+        """An NVML error from a limit call as what is missing."""
+        pynvml = self.pynvml
+        if isinstance(error, pynvml.NVMLError_FunctionNotFound):
+            return f"{LIMITS_DRIVER}: this driver has no nvmlDeviceSetMemoryLimits_v1"
+        if isinstance(error, pynvml.NVMLError_NoPermission):
+            return "permission to set the driver's memory limits (NVML said: not permitted; the hub must be root)"
+        if isinstance(error, pynvml.NVMLError_NotSupported):
+            return f"a GPU that supports memory limits (NVML said: not supported; {LIMITS_DRIVER}, not MIG)"
+        return f"a driver that accepts the limit (NVML said: {error})"
+
+    def gpus(self) -> list[tuple[int, Any, int | None]]:
+        """(index, handle, memory in bytes or None) of every GPU not in MIG mode. Raises pynvml.NVMLError."""
+        pynvml = self.pynvml
+        found = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            try:
+                if pynvml.nvmlDeviceGetMigMode(handle)[0] == pynvml.NVML_DEVICE_MIG_ENABLE:
+                    continue  # MIG handles have no memory limits; the slices are the limit there
+            except pynvml.NVMLError:
+                pass  # not supported: no MIG on this GPU
+            try:
+                total: int | None = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
+            except pynvml.NVMLError:
+                total = None
+            found.append((index, handle, total))
+        return found
+
+    def set(self, handle: Any, directory: Path, soft: int, hard: int) -> None:
+        pynvml = self.pynvml
+        limits = pynvml.c_nvmlSetMemoryLimits_v1_t()
+        limits.nameSpace = str(directory).encode()
+        limits.softLimit = soft
+        limits.hardLimit = hard
+        pynvml.nvmlDeviceSetMemoryLimits_v1(handle, limits)
+
+    def clear(self, handle: Any, directory: Path) -> None:
+        self.set(handle, directory, 0, self.pynvml.NVML_DEVICE_MEMORY_LIMIT_MAX)

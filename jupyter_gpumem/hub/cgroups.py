@@ -31,7 +31,6 @@ reaches the user.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 import threading
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
+from jupyter_gpumem.gpu import nvml
 from jupyter_gpumem.gpu.cgroup import mount_point
 from jupyter_gpumem.hub.groups import (
     CEILINGS,
@@ -53,7 +53,6 @@ from jupyter_gpumem.hub.groups import (
 PARENT = "jupyterhub-gpumem"
 DRAIN_S = 10.0  # how long a stopped server's processes may take to leave its directory
 SYSTEMCTL_TIMEOUT_S = 10.0
-DRIVER_NEEDED = "an NVIDIA driver from 615 (CUDA 13.4)"
 
 log = logging.getLogger("jupyter_gpumem.hub")
 
@@ -148,74 +147,6 @@ class _LimitAfterStart:
         return started
 
 
-class _Driver:
-    """NVML in the hub's process: pynvml loaded and started once, on the first server that needs it.
-
-    It is loaded by name rather than imported: the layers allow pynvml in jupyter_gpumem.gpu.nvml alone, which
-    reads and never sets; this class is the hub's one writer. Every NVML error is caught here and said as a
-    phrase naming what is missing; none reaches a spawn."""
-
-    def __init__(self) -> None:
-        self.pynvml: Any = None
-
-    def start(self) -> str | None:
-        """None when NVML answers and has the calls; else what is missing."""
-        if self.pynvml is not None:
-            return None
-        try:
-            pynvml = importlib.import_module("pynvml")
-        except ImportError:
-            return "the nvidia-ml-py package (13.615.71 or later) in the hub's environment"
-        if not hasattr(pynvml, "nvmlDeviceSetMemoryLimits_v1"):
-            return "nvidia-ml-py 13.615.71 or later in the hub's environment (it has no nvmlDeviceSetMemoryLimits_v1)"
-        try:
-            pynvml.nvmlInit()
-        except pynvml.NVMLError as error:
-            return f"an NVIDIA driver the hub can reach (NVML did not start: {error})"
-        self.pynvml = pynvml
-        return None
-
-    def missing(self, error: Exception) -> str:
-        """An NVML error from a limit call as what is missing."""
-        pynvml = self.pynvml
-        if isinstance(error, pynvml.NVMLError_FunctionNotFound):
-            return f"{DRIVER_NEEDED}: this driver has no nvmlDeviceSetMemoryLimits_v1"
-        if isinstance(error, pynvml.NVMLError_NoPermission):
-            return "permission to set the driver's memory limits (NVML said: not permitted; the hub must be root)"
-        if isinstance(error, pynvml.NVMLError_NotSupported):
-            return f"a GPU that supports memory limits (NVML said: not supported; {DRIVER_NEEDED}, not MIG)"
-        return f"a driver that accepts the limit (NVML said: {error})"
-
-    def gpus(self) -> list[tuple[int, Any, int | None]]:
-        """(index, handle, memory in bytes or None) of every GPU not in MIG mode. Raises pynvml.NVMLError."""
-        pynvml = self.pynvml
-        found = []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            try:
-                if pynvml.nvmlDeviceGetMigMode(handle)[0] == pynvml.NVML_DEVICE_MIG_ENABLE:
-                    continue  # MIG handles have no memory limits; the slices are the limit there
-            except pynvml.NVMLError:
-                pass  # not supported: no MIG on this GPU
-            try:
-                total: int | None = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
-            except pynvml.NVMLError:
-                total = None
-            found.append((index, handle, total))
-        return found
-
-    def set(self, handle: Any, directory: Path, soft: int, hard: int) -> None:
-        pynvml = self.pynvml
-        limits = pynvml.c_nvmlSetMemoryLimits_v1_t()
-        limits.nameSpace = str(directory).encode()
-        limits.softLimit = soft
-        limits.hardLimit = hard
-        pynvml.nvmlDeviceSetMemoryLimits_v1(handle, limits)
-
-    def clear(self, handle: Any, directory: Path) -> None:
-        self.set(handle, directory, 0, self.pynvml.NVML_DEVICE_MEMORY_LIMIT_MAX)
-
-
 class DriverCeilings:
     """``pre_spawn_hook`` and ``post_stop_hook`` (both coroutines) that have the driver enforce each user's
     ceiling on their server's cgroup; see the module's text and ``driver_ceilings``."""
@@ -235,7 +166,7 @@ class DriverCeilings:
         self.gpu_memory = gpu_size(gpu_memory)
         self.drain_s = drain_s
         self.systemctl = systemctl
-        self._driver = _Driver()
+        self._driver = nvml.LimitSetter()
         self._lock = threading.Lock()  # one NVML sequence at a time
         self._warned: set[str] = set()
         self._units: dict[tuple[str, str], Path] = {}  # (user, server) -> the systemd unit's cgroup directory

@@ -444,6 +444,16 @@ def server_processes(user: str) -> list[psutil.Process]:
     return [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid]
 
 
+def with_kernel(user: str) -> list[psutil.Process] | None:
+    """The user's processes once one of them is an IPython kernel."""
+    found = server_processes(user)
+    for process in found:
+        with suppress(psutil.Error):
+            if "ipykernel" in " ".join(process.cmdline()):
+                return found
+    return None
+
+
 def read_limits(hub: Hub, directory: Path) -> list[tuple[int, int]] | str:
     """(soft, hard) of every GPU not in MIG mode as nvmlDeviceGetMemoryLimits_v1 answers another process, or the
     error it raises."""
@@ -485,13 +495,7 @@ def test_a_users_server_runs_in_its_cgroup_under_the_ceiling_the_driver_enforces
     # A kernel the server starts is born in the server's directory too.
     status, body = http(f"{running.url}/user/{USER}/api/kernels", ADMIN_TOKEN, "POST", {"name": "python3"})
     assert status == 201, (status, body)
-    processes = wait_for(
-        lambda: (
-            (found := server_processes(USER)) and any("ipykernel" in " ".join(p.cmdline()) for p in found) and found
-        ),
-        60,
-        "the user's kernel",
-    )
+    processes = wait_for(lambda: with_kernel(USER), 60, "the user's kernel")
     for process in processes:
         assert own_path(Path(f"/proc/{process.pid}/cgroup").read_text()) == rel, process.cmdline()
     assert {int(pid) for pid in (directory / "cgroup.procs").read_text().split()} >= {p.pid for p in processes}
