@@ -10,14 +10,14 @@ against it by the Python and the TypeScript tests alike.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 from jupyter_gpumem._version import __version__
 from jupyter_gpumem.budget.attribution import unlisted_bytes
 from jupyter_gpumem.budget.privacy import Others as OthersFigure
 from jupyter_gpumem.budget.reading import Reading
-from jupyter_gpumem.gpu.model import Device
+from jupyter_gpumem.gpu.model import Device, MigDevice
 from jupyter_gpumem.gpu.model import GpuProcess as GpuProcessModel
 from jupyter_gpumem.render import messages
 from jupyter_gpumem.units import format_tenth
@@ -109,7 +109,23 @@ def _machine_shape(device: Device, reading: Reading) -> SampleGpu:
     return shape
 
 
+def on_slice(device: Device, piece: MigDevice | None) -> Device:
+    """The GPU as a kernel on one of its MIG slices has it: the slice's memory, and the processes on the slice (those
+    of the other slices are other tenants, on memory this kernel cannot use)."""
+    if piece is None or piece.total_bytes is None:
+        return device
+    used = piece.used_bytes
+    return replace(
+        device,
+        total_bytes=piece.total_bytes,
+        used_bytes=used,
+        free_bytes=None if used is None else max(0, piece.total_bytes - used),
+        processes=tuple(p for p in device.processes if p.gpu_instance_id in (None, piece.gpu_instance_id)),
+    )
+
+
 def _encode_device(device: Device, reading: Reading, hidden: bool) -> SampleGpu:
+    device = on_slice(device, reading.limits.slices.get(device.uuid or ""))
     uuid = device.uuid or ""
     allocator = reading.allocators.get(uuid)
     split = reading.breakdowns.get(uuid)

@@ -43,8 +43,11 @@ def test_on_a_1g5gb_slice_half_is_half_of_the_slice_not_of_the_card(kernel_with,
     assert "this kernel's MIG slice: 1g.5gb, 4864 MiB" in status
     assert "hard: a MIG partition of 4864 MiB" in status
     sample = sample_where(kernel, comm_id, lambda s: bool(s["gpus"]))
-    assert sample["gpus"][0]["slice"]["profile"] == "1g.5gb"
-    assert sample["gpus"][0]["slice"]["gpu_instance_id"] == 7
+    gpu = sample["gpus"][0]
+    assert (gpu["slice"]["profile"], gpu["slice"]["gpu_instance_id"]) == ("1g.5gb", 7)
+    # The sidebar's GPU is the slice: its memory, and only the processes on it.
+    assert (gpu["total_bytes"], gpu["used_bytes"]) == (4864 * MiB, 1536 * MiB)
+    assert [p["gpu_instance_id"] for p in gpu["processes"]] == [7]
 
 
 def test_a_slice_named_elsewhere_plans_there_and_a_limit_beyond_the_slice_is_refused(kernel_with):
