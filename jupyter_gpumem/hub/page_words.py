@@ -41,6 +41,8 @@ MESSAGES = (
     _("yes"),
     _("no"),
     _("{kind} (hard)"),
+    _("driver {size} (hard)"),
+    _("MIG slice {profile}"),
     _("{shown} of {total} rows"),
     # The summary's cards.
     _("GPUs"),

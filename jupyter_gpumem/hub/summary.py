@@ -28,6 +28,7 @@ def texts(r: Row) -> dict[str, str]:
         "budget_text": "" if r.budget_bytes is None else format_mib(r.budget_bytes),
         "idle_text": "" if r.idle_s is None else format_duration(r.idle_s),
         "ceiling_text": " / ".join(ceiling),
+        "driver_limit_text": "" if r.driver_limit_bytes is None else format_mib(r.driver_limit_bytes),
     }
 
 

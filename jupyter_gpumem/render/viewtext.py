@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from jupyter_gpumem.budget.privacy import from_sample
 from jupyter_gpumem.gpu.reader import stalled_sentence
@@ -28,7 +28,7 @@ from jupyter_gpumem.units import (
     whole_mib,
 )
 from jupyter_gpumem.wire.comm import Sample, SampleGpu
-from jupyter_gpumem.words import word_wire
+from jupyter_gpumem.words import Said, word_wire
 
 
 def gpu_key(gpu: Mapping[str, Any]) -> str:  # a sample's gpu, or one of history's samples
@@ -163,6 +163,7 @@ def limit_lines(gpu: SampleGpu, sample: Sample) -> str | None:
             lines.append(_("Hard limit: MPS, per process"))
         elif kind == "cooperative" and gpu.get("budget_bytes") is not None:
             lines.append(_("Cooperative limit (%gpumem): code that bypasses it is not held"))
+        lines.extend(printable(line.words()) for line in shape_lines(gpu))
         if gpu.get("unlisted_bytes") is not None:
             lines.append(
                 _("Not listed: {unlisted} the driver uses for processes it hides (other containers’)").format(
@@ -173,6 +174,21 @@ def limit_lines(gpu: SampleGpu, sample: Sample) -> str | None:
     if note:
         lines.append(printable(note))
     return "\n".join(lines) or None
+
+
+def shape_lines(gpu: SampleGpu) -> list[Said]:
+    """What a shared GPU adds, as the sidebar words it: the MIG slice the kernel runs on, the limit the NVIDIA
+    driver enforces on its cgroup, memory shared with the CPU."""
+    lines = []
+    if (piece := gpu.get("slice")) is not None:
+        size = cast(int, piece["total_bytes"])  # None reads N/A
+        lines.append(Said("mig_slice", profile=piece["profile"] or "?", total_bytes=size))
+    if (limit := gpu.get("driver_limit")) is not None:
+        used = cast(int, limit["used_bytes"])
+        lines.append(Said("driver_limit", limit_bytes=limit["hard_bytes"], cgroup=limit["cgroup"], used_bytes=used))
+    if gpu.get("memory_shared"):
+        lines.append(Said("memory_shared"))
+    return lines
 
 
 def framework_name(sample: Mapping[str, Any]) -> str | None:

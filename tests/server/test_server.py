@@ -393,3 +393,44 @@ def test_a_reports_allocator_figures_become_metrics_that_promtool_accepts() -> N
     assert promtool, "Debian's prometheus package provides promtool: apt-get install prometheus (.ci/setup does)"
     result = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_kernels_mig_slice_and_driver_limit_reach_the_api_the_metrics_and_the_hubs_rows() -> None:
+    """What a kernel on a shared GPU reports (issue 44) on every surface after it: the server's API body (checked
+    against its schema), its /metrics (promtool), and the hub's row of that body."""
+    from jupyter_gpumem.hub.rows import rows_of_server
+    from jupyter_gpumem.hub.summary import texts
+    from jupyter_gpumem.server.handlers import encode
+
+    device = Device(index=0, uuid=GPU0, name="NVIDIA A100-SXM4-40GB", total_bytes=40 * GiB, used_bytes=9 * GiB)
+    device = replace(device, processes=(GpuProcess(4242, GPU0, 1536 * MiB, "compute", "python", None, None, False),))
+    snapshot = Snapshot(taken_at=1000.0, own_pid=1, devices=(device,), driver_version="615.10")
+    template = json.loads(REPORT_FIXTURE.read_text())
+    said = {
+        **template["sample"]["gpus"][0],
+        "uuid": GPU0,
+        "budget_bytes": 2432 * MiB,
+        "slice": {"uuid": "MIG-1d7f3b29-6a4e-5c81-9f02-b8e45a7c3d16", "name": "NVIDIA A100-SXM4-40GB MIG 1g.5gb",
+                  "profile": "1g.5gb", "total_bytes": 4864 * MiB, "used_bytes": 1536 * MiB, "gpu_instance_id": 7},
+        "driver_limit": {"hard_bytes": 6144 * MiB, "soft_bytes": None, "used_bytes": 1536 * MiB, "cgroup": "/hub/a"},
+    }  # fmt: skip
+    report = {**template, "pid": 4242, "t": 999.0, "sample": {**template["sample"], "gpus": [said]}}
+    assert REPORT.problem(report) is None
+    view = make_figures(snapshot, [KernelSource("k1", 4242, report)], now=1000.0, stale_after_s=30)
+    body = json.loads(encode(view, 1.0))
+    (row,) = body["kernels"][0]["gpus"]
+    assert (row["slice"], row["driver_limit_bytes"], row["memory_shared"]) == ("1g.5gb", 6144 * MiB, False)
+    registry = CollectorRegistry()
+    registry.register(GpumemCollector(lambda: rows(view)))
+    text = generate_latest(registry).decode()
+    found = samples(text)
+    labels = frozenset({"kernel_id": "k1", **gpu(GPU0)}.items())
+    assert found[("jupyter_gpumem_kernel_driver_limit_bytes", labels)] == 6144 * MiB
+    assert found[("jupyter_gpumem_kernel_mig_slice_info", labels | {("profile", "1g.5gb")})] == 1
+    promtool = shutil.which("promtool")
+    assert promtool, "Debian's prometheus package provides promtool: apt-get install prometheus (.ci/setup does)"
+    result = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (hub_row,) = rows_of_server("alice", "", body, now=1000.0)
+    assert (hub_row.slice, hub_row.driver_limit_bytes) == ("1g.5gb", 6144 * MiB)
+    assert texts(hub_row)["driver_limit_text"] == "6144 MiB"

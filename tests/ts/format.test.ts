@@ -325,7 +325,8 @@ const PROCESS: GpuProcess = {
   cpuPercent: null,
   cpuPending: false,
   self: false,
-  local: null
+  local: null,
+  gpuInstanceId: null
 };
 
 test('a process row is text as the driver and host gave it, N/A in every empty cell', () => {

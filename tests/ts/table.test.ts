@@ -29,7 +29,8 @@ function process(
     cpuPercent,
     cpuPending: false,
     self: false,
-    local: null
+    local: null,
+    gpuInstanceId: null
   };
 }
 

@@ -420,9 +420,9 @@ export const COMM_SCHEMA = {
         'gpu_instance_id'
       ],
       properties: {
-        uuid: { type: ['string', 'null'] },
-        name: { type: ['string', 'null'] },
-        profile: { type: ['string', 'null'] },
+        uuid: { type: ['string', 'null'], maxLength: 256 },
+        name: { type: ['string', 'null'], maxLength: 256 },
+        profile: { type: ['string', 'null'], maxLength: 64 },
         total_bytes: { type: ['integer', 'null'], minimum: 0 },
         used_bytes: { type: ['integer', 'null'], minimum: 0 },
         gpu_instance_id: { type: ['integer', 'null'], minimum: 0 }
