@@ -62,7 +62,8 @@ const series = (own: number[], budget: number[], others: number[] = []) => ({
   framework: own.map(() => NaN),
   others: others.length ? others : own.map(() => NaN),
   total: own.map(() => 40 * GiB),
-  budget
+  budget,
+  driverLimit: own.map(() => NaN)
 });
 
 test("y reaches the larger of this kernel's peak and its budget, never the device total", () => {
@@ -105,6 +106,7 @@ const COLOURS: IColours = {
   framework: '#f57c00',
   others: '#9e9e9e',
   budget: '#d32f2f',
+  driverLimit: '#f57c00',
   total: '#616161',
   text: '#616161',
   grid: '#e0e0e0',
@@ -122,6 +124,7 @@ function history(n: number, own: (i: number) => number): ISeries {
     others: t.map(() => GiB),
     total: t.map(() => 40 * GiB),
     budget: t.map(() => 4 * GiB),
+    driverLimit: t.map(() => NaN),
     marks: [],
     cells: []
   };

@@ -12,6 +12,7 @@ export interface IChartLabels {
   framework: string;
   others: string;
   budget: string;
+  driverLimit: string;
   total: string;
 }
 
@@ -27,6 +28,8 @@ export function chartLabels(
       : trans._p('chart', 'framework in use'),
     others: trans._p('chart', 'others'),
     budget: trans._p('chart', 'budget'),
+    // The hard limit the NVIDIA driver enforces on the kernel's cgroup.
+    driverLimit: trans._p('chart', 'driver limit'),
     total: trans._p('chart', 'device total')
   };
 }

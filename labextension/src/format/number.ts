@@ -98,6 +98,19 @@ export function level(own: number, budget: number): Level {
       : 'ok';
 }
 
+/** Whether the NVIDIA driver's hard limit binds: it lies below the GPU's memory, or that is not known
+ * (null, NaN). A limit at or above the memory holds nothing back: the status bar and the chart leave it. */
+export function limitBinds(
+  limit: number | null,
+  total: number | null
+): limit is number {
+  return (
+    limit !== null &&
+    !Number.isNaN(limit) &&
+    !(total !== null && total <= limit)
+  );
+}
+
 const pad = (n: number) => String(n).padStart(2, '0');
 
 /** "14:03" or "14:03:27", the browser's local time (ticks and hover): the second `ms` falls in, its

@@ -4,7 +4,7 @@ import type { Notice, OverheadSource, Sample, SampleGpu } from '../wire/types';
 import { againstBudget, budgetShare, formatBytes, level } from './number';
 import { printable } from './printable';
 import type { ILine, Trans } from './trans';
-import { frameworkName, said } from './words';
+import { frameworkName, said, word } from './words';
 
 /** The panel's title (the header shows it in capitals, as the core panels do). */
 export function panelTitle(trans: Trans): string {
@@ -227,13 +227,66 @@ export function ownLine(
   };
 }
 
+export type ShapeGpu = Pick<
+  SampleGpu,
+  'slice' | 'driverLimit' | 'memoryShared'
+>;
+
+/**
+ * What a shared GPU adds, each worded from its code (viewtext.py's shape_lines says the same): the MIG
+ * slice this kernel runs on ("this kernel's MIG slice: 1g.5gb, 4864 MiB"), the GPU memory limit the NVIDIA
+ * driver enforces on its cgroup ("hard: the NVIDIA driver's limit of 6144 MiB on cgroup /hub, 1536 MiB
+ * counted against it"), memory shared with the CPU. None from a kernel that does not send them (older).
+ * The cgroup and the profile are text from the GPU host: the lines go through printable().
+ */
+export function shapeLines(gpu: Partial<ShapeGpu>, trans: Trans): string[] {
+  const lines: (string | null)[] = [];
+  const slice = gpu.slice ?? null;
+  if (slice !== null) {
+    lines.push(
+      word(
+        {
+          code: 'mig_slice',
+          values: {
+            profile: slice.profile || '?',
+            total_bytes: slice.totalBytes
+          }
+        },
+        trans
+      )
+    );
+  }
+  const limit = gpu.driverLimit ?? null;
+  if (limit !== null) {
+    lines.push(
+      word(
+        {
+          code: 'driver_limit',
+          values: {
+            limit_bytes: limit.hardBytes,
+            cgroup: limit.cgroup,
+            used_bytes: limit.usedBytes
+          }
+        },
+        trans
+      )
+    );
+  }
+  if (gpu.memoryShared) {
+    lines.push(word({ code: 'memory_shared', values: {} }, trans));
+  }
+  return lines.filter((line): line is string => !!line).map(printable);
+}
+
 /**
  * What holds this kernel on the GPU: "Hard limit: MIG partition, 19.5 GiB", "Hard limit: MPS,
- * 6.0 GiB for this process", "Cooperative limit (%gpumem)"; then memory the driver lists under
- * no process: "Not listed: 14.0 GiB (processes the driver hides: other containers')".
+ * 6.0 GiB for this process", "Cooperative limit (%gpumem)"; what a shared GPU adds (shapeLines); then
+ * memory the driver lists under no process: "Not listed: 14.0 GiB (processes the driver hides: other
+ * containers')".
  */
 export function limitLines(
-  gpu: Pick<SampleGpu, 'lost' | 'limitKind' | 'budgetBytes' | 'unlistedBytes'>,
+  gpu: Pick<SampleGpu, 'lost' | 'limitKind' | 'budgetBytes' | 'unlistedBytes'> &
+    Partial<ShapeGpu>,
   trans: Trans
 ): string[] {
   if (gpu.lost) {
@@ -249,6 +302,7 @@ export function limitLines(
       trans.__('Cooperative limit (%gpumem): code that bypasses it is not held')
     );
   }
+  lines.push(...shapeLines(gpu, trans));
   if (gpu.unlistedBytes !== null) {
     lines.push(
       trans.__(

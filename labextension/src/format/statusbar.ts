@@ -1,30 +1,38 @@
 /** The status-bar item's words. */
 
 import type { Sample, SampleGpu } from '../wire/types';
-import { againstBudget, formatBytes, level } from './number';
+import { againstBudget, formatBytes, level, limitBinds } from './number';
 import {
   BudgetGpu,
   breakdown,
   budgetNote,
   deviceLine,
   headline,
-  overLine
+  overLine,
+  shapeLines
 } from './panel';
 import { frameworkName } from './words';
 import type { ILine, Trans } from './trans';
 
 /**
  * The status-bar item: "GPU 3.1/4.0 GiB" (against the budget, coloured as the headline), "GPU 3.1
- * GiB" without one, "GPU lost" in the error colour.
+ * GiB" without one, "GPU lost" in the error colour. Without a budget, the NVIDIA driver's hard limit on
+ * the kernel's cgroup where it binds (below the GPU's memory) stands in for one: "GPU 1.5/6.0 GiB".
  */
-export function statusText(gpu: BudgetGpu, trans: Trans): ILine {
+export function statusText(
+  gpu: BudgetGpu & Partial<Pick<SampleGpu, 'driverLimit' | 'totalBytes'>>,
+  trans: Trans
+): ILine {
   if (gpu.lost) {
     return { text: trans.__('GPU lost'), level: 'error' };
   }
   if (gpu.hidden) {
     return { text: trans.__('GPU hidden'), level: 'ok' };
   }
-  const { ownBytes, budgetBytes } = gpu;
+  const { ownBytes } = gpu;
+  const hard = gpu.driverLimit?.hardBytes ?? null;
+  const budgetBytes =
+    gpu.budgetBytes ?? (limitBinds(hard, gpu.totalBytes ?? null) ? hard : null);
   if (budgetBytes === null) {
     return {
       text: trans.__('GPU %1', formatBytes(ownBytes, trans)),
@@ -44,8 +52,8 @@ export function statusText(gpu: BudgetGpu, trans: Trans): ILine {
   };
 }
 
-/** The status-bar item's tooltip: the headline, the split, why it is over, the device, the server's
- * kernels (`server`, kernelsSummary's line) and what a click does. */
+/** The status-bar item's tooltip: the headline, the split, why it is over, what a shared GPU adds (the
+ * MIG slice and its profile, the driver's limit, shared memory), the device, the server's kernels (`server`, kernelsSummary's line) and what a click does. */
 export function statusTooltip(
   gpu: SampleGpu,
   sample: Sample,
@@ -57,6 +65,7 @@ export function statusTooltip(
     budgetNote(gpu, sample, trans),
     breakdown(gpu, frameworkName(sample, trans), trans),
     overLine(gpu, trans),
+    ...(gpu.lost ? [] : shapeLines(gpu, trans)),
     deviceLine(gpu, trans),
     server,
     trans.__('Click to open the GPU Memory panel.')

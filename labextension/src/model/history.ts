@@ -10,7 +10,8 @@ export const FIELDS = [
   'framework',
   'others',
   'total',
-  'budget'
+  'budget',
+  'driverLimit'
 ] as const;
 export type Field = (typeof FIELDS)[number];
 
@@ -39,6 +40,8 @@ export interface ISeries {
   others: number[];
   total: number[];
   budget: number[];
+  /** The hard limit the NVIDIA driver enforces on the kernel's cgroup (NaN: none, or not known). */
+  driverLimit: number[];
   /** Where over-budget episodes started, oldest first: one per episode. */
   marks: IMark[];
   /** The notebook's cells in the window, oldest first (the kernel's, so every GPU's series has them). */
@@ -53,6 +56,7 @@ function emptySeries(): ISeries {
     others: [],
     total: [],
     budget: [],
+    driverLimit: [],
     marks: [],
     cells: []
   };
@@ -135,6 +139,7 @@ export class History {
       series.others.push(value(others));
       series.total.push(value(gpu.totalBytes));
       series.budget.push(value(gpu.budgetBytes));
+      series.driverLimit.push(value(gpu.driverLimit?.hardBytes ?? null));
       series.cells = withCells(series.cells, sample.cells);
       // Decided from the figures, not from the reason's text, whose MiB change every sample.
       const budget = gpu.budgetBytes;

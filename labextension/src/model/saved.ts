@@ -23,6 +23,10 @@ export function readSeries(value: unknown): ISeries | null {
   for (const field of FIELDS) {
     out[field] = numbers(series[field]) ?? undefined;
   }
+  // A picture saved before the driver's limit was drawn: none then.
+  if (!('driverLimit' in series)) {
+    out.driverLimit = Array.from({ length: n }, () => NaN);
+  }
   const marks = Array.isArray(series.marks) ? series.marks : [];
   out.marks = marks
     .filter(m => typeof m?.t === 'number' && typeof m?.ownBytes === 'number')

@@ -61,6 +61,7 @@ const COLOUR_VARIABLES: Record<keyof IColours, string> = {
   framework: '--jp-accent-color1',
   others: '--jp-ui-font-color3',
   budget: '--jp-error-color1',
+  driverLimit: '--jp-warn-color1',
   total: '--jp-ui-font-color2',
   text: '--jp-ui-font-color2',
   grid: '--jp-border-color2',

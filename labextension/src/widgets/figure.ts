@@ -19,7 +19,7 @@ import {
   markTitle,
   totalAbove
 } from '../format/chart';
-import { GiB, MiB, axisNumber } from '../format/number';
+import { GiB, MiB, axisNumber, limitBinds } from '../format/number';
 import { Trans } from '../format/trans';
 import { Field, ISeries, decimate } from '../model/history';
 
@@ -130,12 +130,32 @@ export interface IScale {
 }
 
 /**
+ * The NVIDIA driver's hard limit where it binds (below that moment's device total, or the total not
+ * known), NaN elsewhere: what the chart draws and, without a budget, scales to.
+ */
+export function bindingLimit(
+  s: Pick<ISeries, 'driverLimit' | 'total'>
+): number[] {
+  return s.driverLimit.map((limit, i) => {
+    const total = s.total[i];
+    return limitBinds(limit, Number.isNaN(total) ? null : total) ? limit : NaN;
+  });
+}
+
+/**
  * The y scale: up to the larger of this kernel's peak (as nvidia-smi counts it, or its framework's)
- * and its budget, with a little headroom, to a round tick. Only when this kernel holds nothing
- * and has no budget do the other processes set it; never the device total.
+ * and its budget, with a little headroom, to a round tick; without a budget in the window, the
+ * NVIDIA driver's hard limit where it binds stands in for one (the status bar shows this kernel
+ * against it). Only when this kernel holds nothing and has no budget do the other processes set it;
+ * never the device total.
  */
 export function yScale(s: Pick<ISeries, Field>, maxTicks = 5): IScale {
-  let top = Math.max(peak(s.own), peak(s.framework), peak(s.budget));
+  const budget = peak(s.budget);
+  let top = Math.max(
+    peak(s.own),
+    peak(s.framework),
+    budget > 0 ? budget : peak(bindingLimit(s))
+  );
   if (top <= 0) {
     top = peak(s.others);
   }
@@ -241,6 +261,7 @@ export interface IColours {
   framework: string;
   others: string;
   budget: string;
+  driverLimit: string;
   total: string;
   text: string;
   grid: string;
@@ -296,15 +317,39 @@ export interface IFigure {
   settledMs: number | null;
 }
 
-/** The lines, drawn in this order (the own line on top); the legend lists them as LEGEND does. */
-const LINES: Field[] = ['total', 'others', 'budget', 'framework', 'own'];
-const LEGEND: Field[] = ['own', 'framework', 'others', 'budget', 'total'];
+/** The lines, drawn in this order (the own line on top, the budget's dashes over the driver's limit
+ * where the budget is planned at it); the legend lists them as LEGEND does. */
+const LINES: Field[] = [
+  'total',
+  'others',
+  'driverLimit',
+  'budget',
+  'framework',
+  'own'
+];
+const LEGEND: Field[] = [
+  'own',
+  'framework',
+  'others',
+  'budget',
+  'driverLimit',
+  'total'
+];
 const DASH: Record<Field, 'solid' | 'dot' | 'dash'> = {
   own: 'solid',
   framework: 'dot',
   others: 'solid',
   budget: 'dash',
+  driverLimit: 'solid',
   total: 'solid'
+};
+const WIDTH: Record<Field, number> = {
+  own: 2,
+  framework: 1.5,
+  others: 1.5,
+  budget: 1.5,
+  driverLimit: 2,
+  total: 1
 };
 const BORDER_STYLE = { solid: 'solid', dot: 'dotted', dash: 'dashed' } as const;
 
@@ -367,14 +412,16 @@ export function figure(args: IFigureArgs, trans: Trans): IFigure {
   const data: Data[] = [];
   const legend: ILegendEntry[] = [];
   for (const field of LINES) {
-    const values = s[field];
+    // The driver's limit where it binds, and only if some of it is under the top.
+    const values = field === 'driverLimit' ? bindingLimit(s) : s[field];
     if (
       (field === 'total' && !totalFits) ||
+      (field === 'driverLimit' && !values.some(v => v <= scale.top)) ||
       !values.some(v => !Number.isNaN(v))
     ) {
       continue;
     }
-    const width = field === 'own' ? 2 : field === 'total' ? 1 : 1.5;
+    const width = WIDTH[field];
     const hidden = args.hidden?.has(field) ?? false;
     data.push({
       type: 'scatter',

@@ -19,6 +19,7 @@ const KEYWORDS = new Set([
   'minimum',
   'maximum',
   'exclusiveMinimum',
+  'maxLength',
   'required',
   'properties',
   'additionalProperties',
@@ -64,7 +65,7 @@ export function problem(
       );
     }
   }
-  const { $ref, type, minimum, maximum, exclusiveMinimum } = schema;
+  const { $ref, type, minimum, maximum, exclusiveMinimum, maxLength } = schema;
   if (typeof $ref === 'string') {
     const found = check(resolve(root, $ref), value, where);
     if (found !== null) {
@@ -93,6 +94,14 @@ export function problem(
     if (typeof exclusiveMinimum === 'number' && value <= exclusiveMinimum) {
       return `${where} must be more than ${exclusiveMinimum}`;
     }
+  }
+  // In characters (code points), as JSON Schema counts them, not UTF-16 units.
+  if (
+    typeof value === 'string' &&
+    typeof maxLength === 'number' &&
+    [...value].length > maxLength
+  ) {
+    return `${where} must be at most ${maxLength} characters`;
   }
   if (isObject(value)) {
     for (const name of (schema.required as string[] | undefined) ?? []) {
