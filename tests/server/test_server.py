@@ -255,6 +255,14 @@ def test_without_the_token_metrics_and_api_are_refused(scene: Scene) -> None:
 
 
 @pytest.mark.kernel
+def check_with_promtool(text: str) -> None:
+    """Debian's promtool accepts ``text`` as Prometheus metrics."""
+    promtool = shutil.which("promtool")
+    assert promtool, "Debian's prometheus package provides promtool: apt-get install prometheus (.ci/setup does)"
+    result = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_promtool_accepts_the_metrics(scene: Scene) -> None:
     scene.use(marker=9200)
     text = scene.server.metrics()
@@ -264,11 +272,7 @@ def test_promtool_accepts_the_metrics(scene: Scene) -> None:
         if line.startswith("jupyter_gpumem_") or line.startswith(("# HELP jupyter_gpumem_", "# TYPE jupyter_gpumem_"))
     )
     assert "jupyter_gpumem_kernel_memory_used_bytes{" in ours
-    promtool = shutil.which("promtool")
-    assert promtool, "Debian's prometheus package provides promtool: apt-get install prometheus (.ci/setup does)"
-    # jupyter_server's own metrics are not ours to lint (its kernel gauge ends in _total).
-    result = subprocess.run([promtool, "check", "metrics"], input=ours, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stdout + result.stderr
+    check_with_promtool(ours)  # jupyter_server's own metrics are not ours to lint (its kernel gauge ends in _total)
 
 
 @pytest.mark.kernel
@@ -389,10 +393,7 @@ def test_a_reports_allocator_figures_become_metrics_that_promtool_accepts() -> N
     assert found[("jupyter_gpumem_kernel_limit_info", labels | {("kind", "cooperative"), ("hard", "false")})] == 1
     assert found[("jupyter_gpumem_kernel_ceiling_bytes", frozenset({"kernel_id": "k1"}.items()))] == 20 * GiB
     assert found[("jupyter_gpumem_kernel_oom_errors_total", frozenset({"kernel_id": "k1"}.items()))] == 2
-    promtool = shutil.which("promtool")
-    assert promtool, "Debian's prometheus package provides promtool: apt-get install prometheus (.ci/setup does)"
-    result = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stdout + result.stderr
+    check_with_promtool(text)
 
 
 def test_a_kernels_mig_slice_and_driver_limit_reach_the_api_the_metrics_and_the_hubs_rows() -> None:
@@ -427,10 +428,7 @@ def test_a_kernels_mig_slice_and_driver_limit_reach_the_api_the_metrics_and_the_
     labels = frozenset({"kernel_id": "k1", **gpu(GPU0)}.items())
     assert found[("jupyter_gpumem_kernel_driver_limit_bytes", labels)] == 6144 * MiB
     assert found[("jupyter_gpumem_kernel_mig_slice_info", labels | {("profile", "1g.5gb")})] == 1
-    promtool = shutil.which("promtool")
-    assert promtool, "Debian's prometheus package provides promtool: apt-get install prometheus (.ci/setup does)"
-    result = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stdout + result.stderr
+    check_with_promtool(text)
     (hub_row,) = rows_of_server("alice", "", body, now=1000.0)
     assert (hub_row.slice, hub_row.driver_limit_bytes) == ("1g.5gb", 6144 * MiB)
     assert texts(hub_row)["driver_limit_text"] == "6144 MiB"

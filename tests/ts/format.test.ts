@@ -567,6 +567,7 @@ test('a count is one plural message, a code is worded in its own context, a char
     '⟦chart|framework in use⟧',
     '⟦chart|others⟧',
     '⟦chart|budget⟧',
+    '⟦chart|driver limit⟧',
     '⟦chart|device total⟧'
   ]);
   // A code's template: msgctxt is the code (Python's pgettext(code, template)), the values put in after.

@@ -79,7 +79,9 @@ const NO_BUDGET = {
   overhead_bytes: null,
   overhead_source: null,
   over_reason: null,
-  over_reason_said: null
+  over_reason_said: null,
+  framework_bytes: null,
+  framework_peak_bytes: null
 };
 
 test('an older kernel’s sample, without the fields, shows nothing new anywhere', () => {
@@ -236,7 +238,10 @@ test('a hostile cgroup path is text on one line: no markup read, control and bid
     ...LIMIT,
     cgroup: '/' + 'a'.repeat(4096)
   };
-  assert.equal(parseMessage(raw), null);
+  assert.throws(
+    () => parseMessage(raw),
+    /cgroup must be at most 4096 characters/
+  );
   const fits = fixture('sample.json') as Raw;
   (fits.sample.gpus as RawGpu[])[1].driver_limit = {
     ...LIMIT,
