@@ -145,7 +145,10 @@ def test_a_prometheus_that_hangs_or_answers_nonsense_is_one_sentence_and_the_las
         stand.behave = behave
         start = time.monotonic()
         await reader.read()
-        assert time.monotonic() - start < 0.5 + 0.5  # every query at once, each within the deadline
+        if behave == "hang":
+            # Every query at once, each within the deadline: one after another they would take 0.5 s each. The
+            # bound leaves a loaded machine its slack (the stand-in answers on this same event loop).
+            assert time.monotonic() - start < 0.5 * (len(QUERIES) - 1)
         assert reader.problem == (
             f"Prometheus at {reader.url} cannot be read: {sentence}. "
             "The rows below are its last figures; check that Prometheus runs."

@@ -82,7 +82,7 @@ def test_an_hours_newest_part_is_drawn_where_plotlys_lines_end_and_moves_without
                 """() => { const gd = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
                            return gd._fullLayout?.width === gd.parentNode.clientWidth
                              && gd.querySelector('.jp-GpuMem-tails path') !== null; }""",
-                timeout=10_000,
+                timeout=30_000,  # an hour's relayout at the new width, on a loaded 2-core machine
             )
             got = page.evaluate(ENDS, {"t": t * 1000, "own": own_mib / 1024})
             own = got["tails"]["own"]
