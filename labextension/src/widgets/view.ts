@@ -88,11 +88,6 @@ export class MemoryView {
       limits: div('limits', body),
       device: div('device', body)
     };
-    // A word from the host longer than the panel is wide (a Kubernetes pod's cgroup path in the driver's
-    // limit, a policy) breaks where it must rather than run out of the panel.
-    for (const line of Object.values(this._lines)) {
-      line.style.overflowWrap = 'anywhere';
-    }
     this._chartBox = div('chartBox', body);
     this._chart = new Chart(
       div('chart', this._chartBox),
