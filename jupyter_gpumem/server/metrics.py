@@ -145,10 +145,25 @@ OTHER_USER_USED = Family(
     "GPU memory of another Unix user's processes (only where GpumemServer.privacy is names or list).",
     (*GPU, "user"),
 )
+# The kernel's execution state as the server's kernel manager says it, and its idle time as the hub's service counts
+# it (hub/rows.py): what the report rules (hub/prometheus/report-rules.yml) need to tell memory held while idle.
+BUSY = Family(
+    "jupyter_gpumem_kernel_busy",
+    "1 while the kernel runs code (execution state busy), 0 while it is idle; no sample in any other state "
+    "(starting, restarting, dead) or where the server does not know it.",
+    KERNEL,
+)
+IDLE = Family(
+    "jupyter_gpumem_kernel_idle_seconds",
+    "Seconds since the kernel's last activity, at the server's last reading, while it is idle; no sample while it "
+    "is in any other state or where its last activity is not known.",
+    KERNEL,
+)
 FAMILIES = (INFO, NVML_UP, READ_AT, DRIVER_ANSWERING, READING_AGE, GPU_INFO, GPU_LOST, GPU_TOTAL, GPU_USED,
             GPU_UTILIZATION, OTHERS, OTHERS_USED, OTHER_USER, OTHER_USER_USED, REPORTING, OOM_ERRORS,
             CEILING_RATIO, CEILING_BYTES, KERNEL_USED, BUDGET, OVER_BUDGET, ALLOCATOR_USED, ALLOCATOR_POOL,
-            KERNEL_OWN, LIMIT, DRIVER_LIMIT, SLICE)  # fmt: skip
+            KERNEL_OWN, LIMIT, DRIVER_LIMIT, SLICE, BUSY, IDLE)  # fmt: skip
+STATES = {"busy": 1, "idle": 0}  # jupyter_gpumem_kernel_busy's value per execution state; none for the others
 
 
 def rows(figures: Figures) -> tuple[Row, ...]:
@@ -182,6 +197,8 @@ def rows(figures: Figures) -> tuple[Row, ...]:
         add(OOM_ERRORS, (kernel.id,), kernel.oom_errors_total)
         add(CEILING_RATIO, (kernel.id,), kernel.ceiling.max_fraction)
         add(CEILING_BYTES, (kernel.id,), kernel.ceiling.max_limit_bytes)
+        add(BUSY, (kernel.id,), STATES.get(kernel.execution_state or ""))
+        add(IDLE, (kernel.id,), _idle_s(kernel.execution_state, kernel.last_activity, figures.t))
         for row in kernel.gpus:
             on = (kernel.id, row.uuid, str(row.index))
             add(KERNEL_USED, on, row.used_bytes)
@@ -197,6 +214,14 @@ def rows(figures: Figures) -> tuple[Row, ...]:
             if row.slice:
                 add(SLICE, (*on, row.slice), 1)
     return tuple(found)
+
+
+def _idle_s(state: str | None, last_activity: float | None, t: float | None) -> float | None:
+    """Seconds since the kernel's last activity at the reading ``t``, while it is idle; None otherwise (the hub's
+    rule for ``idle_s``, hub/rows.py: a last activity ahead of the reading is 0, not a negative time)."""
+    if state != "idle" or last_activity is None or t is None:
+        return None
+    return max(0.0, t - last_activity)
 
 
 def families(found: tuple[Row, ...]) -> list[Metric]:

@@ -30,9 +30,11 @@ FLEET_DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana" / "ju
 
 
 def configured(tmp_path: Path, name: str, targets: Path | None = None, interval: str = "30s") -> Path:
-    """A shipped configuration with this test's token file, targets file and interval, next to its rules."""
+    """A shipped configuration with this test's token file, targets file and interval, next to its rules (both files:
+    promtool check config checks them too)."""
     (tmp_path / "token").write_text(ADMIN_TOKEN)
-    shutil.copy(SHIPPED / "rules.yml", tmp_path / "rules.yml")
+    for rules in ("rules.yml", "report-rules.yml"):  # the configurations' rule_files
+        shutil.copy(SHIPPED / rules, tmp_path / rules)
     text = (SHIPPED / name).read_text().replace("/etc/prometheus/jupyterhub-token", str(tmp_path / "token"))
     text = text.replace("/var/lib/jupyter-gpumem/targets.json", str(targets or tmp_path / "targets.json"))
     (tmp_path / name).write_text(text.replace("30s", interval))

@@ -142,6 +142,10 @@ def expected_samples(scene: Scene, b_used_gpu0: float | None = 1000 * MiB) -> di
         ("jupyter_gpumem_kernel_oom_errors_total", {"kernel_id": b}, 0),
         ("jupyter_gpumem_kernel_ceiling_ratio", {"kernel_id": a}, 0.5),
         ("jupyter_gpumem_kernel_ceiling_ratio", {"kernel_id": b}, 0.5),
+        # Each kernel idle once its cells have run (its idle time, changing every reading, is checked on its own).
+        ("jupyter_gpumem_kernel_busy", {"kernel_id": a}, 0),
+        ("jupyter_gpumem_kernel_busy", {"kernel_id": b}, 0),
+        ("jupyter_gpumem_kernel_busy", {"kernel_id": c}, 0),
     ]
     per_gpu = [  # kernel, GPU, memory, budget, over budget
         (a, GPU0, 3500 * MiB, 3 * GiB),
@@ -161,11 +165,12 @@ def expected_samples(scene: Scene, b_used_gpu0: float | None = 1000 * MiB) -> di
     return {(name, frozenset(labels.items())): value for name, labels, value in rows if value is not None}
 
 
+CHANGING = ("jupyter_gpumem_info", "jupyter_gpumem_read_timestamp_seconds", "jupyter_gpumem_kernel_idle_seconds")
+
+
 def figures_only(found: dict[Any, float]) -> dict[Any, float]:
-    """Without the two samples that change every reading (checked on their own)."""
-    return {
-        k: v for k, v in found.items() if k[0] not in ("jupyter_gpumem_info", "jupyter_gpumem_read_timestamp_seconds")
-    }
+    """Without the samples that change every reading (checked on their own)."""
+    return {k: v for k, v in found.items() if k[0] not in CHANGING}
 
 
 @pytest.mark.kernel  # the scene's kernels are real: started by the server
@@ -187,6 +192,8 @@ def test_metrics_and_api_give_each_kernels_figures_by_kernel_id(scene: Scene) ->
         ): 1
     }
     assert abs(found[("jupyter_gpumem_read_timestamp_seconds", frozenset())] - time.time()) < 5
+    idle = {dict(k[1])["kernel_id"]: v for k, v in found.items() if k[0] == "jupyter_gpumem_kernel_idle_seconds"}
+    assert set(idle) == {scene.a, scene.b, scene.c} and all(0 <= s < 600 for s in idle.values()), idle
 
     kernels = {k["id"]: k for k in view["kernels"]}
     assert set(kernels) == {scene.a, scene.b, scene.c}
