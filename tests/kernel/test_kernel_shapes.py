@@ -28,7 +28,10 @@ def budget_of(kernel, comm_id: str) -> int:
     ("visible", "profile_total"),
     [
         ({"CUDA_VISIBLE_DEVICES": FIRST_SLICE}, 4864),
-        ({"CUDA_VISIBLE_DEVICES": f"MIG-{A100_40GB}/7/0"}, 4864),  # the older form: the GPU, its GPU and compute instance
+        (
+            {"CUDA_VISIBLE_DEVICES": f"MIG-{A100_40GB}/7/0"},
+            4864,
+        ),  # the older form: the GPU, its GPU and compute instance
         ({}, 4864),  # not named: the slice its own process is on (gi 7)
     ],
     ids=["MIG-uuid", "MIG-GPU-uuid/gi/ci", "its-process"],
