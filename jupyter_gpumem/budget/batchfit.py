@@ -3,10 +3,11 @@ grows with its batch size n, often as ``peak = fixed + per_sample * n`` (the wei
 optimiser's state are fixed; activations and temporaries grow with n), but not always: a peak may be the larger
 of two moments (the optimiser's update up to some size, the activations beyond), or grow a little faster than a
 line (XLA's temporaries). Pure arithmetic on (n, peak) pairs: which size to measure next (``next_size``), the
-line the answer rests on (``fit``, ``largest_under``), and for a step whose peak costs nothing to count (a jitted
-JAX step, compiled, never run) the exact largest size (``exact_largest``). The kernel's ``largest_batch``
-measures the points through a framework's allocator, and the out-of-memory advice uses ``largest_under`` with
-the figures of the tensor that failed.
+line the answer rests on (``fit``, ``largest_under``), the answer of a step that runs counted before it is given
+(``checked_largest``: a peak need not lie on any curve, issue 45), and for a step whose peak costs nothing to
+count (a jitted JAX step, compiled, never run) the exact largest size (``exact_largest``). The kernel's
+``largest_batch`` measures the points through a framework's allocator, and the out-of-memory advice uses
+``largest_under`` with the figures of the tensor that failed.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ SETTLED = 0.10
 JITTED_MOST = 4
 # A jitted JAX step's exact search compiles at most this many sizes beyond the measured ones.
 EXACT_MOST = 12
+# The answer of a step that runs is counted before it is given (checked_largest, issue 45): at most this many
+# steps after the measuring, each at a size the points counted so far predict will fit.
+CHECK_MOST = 12
+# The search near the answer stops once the largest size counted to fit is within this share of the smallest one
+# counted not to, or of the size the line predicts next: one more step would gain less than that.
+CLOSE = 0.05
 
 
 @dataclass(frozen=True)
@@ -65,9 +72,10 @@ def fit(points: Sequence[tuple[int, int]], room_bytes: int | None = None) -> Fit
 
     It goes through the anchor, the largest size measured (with ``room_bytes``: the largest whose peak is at most
     it, where there is one), at the *steepest recent slope*: the larger of the slope of the last segment (the
-    anchor and the size measured before it) and the least-squares slope. Beyond the anchor it lies above both: a
-    peak that is flat and then rises (the optimiser's update, then the activations) has its rising slope in the
-    last segment, which the least-squares line through the flat points would hide.
+    anchor and the size measured before it) and the least-squares slope, and of the segment from the anchor to
+    the next size measured, which went past the room (a check of the answer that did not fit). Beyond the anchor
+    it lies above them: a peak that is flat and then rises (the optimiser's update, then the activations) has its
+    rising slope in the last segment, which the least-squares line through the flat points would hide.
 
     ``linear`` is a report: the least-squares line of three or more points, each within 5% of its own peak or
     4 KiB of it, whichever is larger (TOLERANCE, FLOOR_BYTES); where not all of them are, the largest sizes alone
@@ -95,17 +103,15 @@ def fit(points: Sequence[tuple[int, int]], room_bytes: int | None = None) -> Fit
     under = [point for point in ordered if room_bytes is None or point[1] <= room_bytes]
     anchor = under[-1] if under else ordered[-1]
     before = [point for point in ordered if point[0] < anchor[0]]
+    # A size counted above the anchor went past the room: the peak rose at least as steeply as the line to it.
+    after = next((point for point in ordered if point[0] > anchor[0]), None)
+    beyond = (after[1] - anchor[1]) / (after[0] - anchor[0]) if after is not None else -math.inf
     if not before:  # the anchor is the smallest size: the least-squares line through the anchor
-        return Fit(
-            anchor[1] - report.per_sample * anchor[0],
-            report.per_sample,
-            report.linear,
-            report.worst_residual,
-            report.from_size,
-        )
+        slope = max(report.per_sample, beyond)
+        return Fit(anchor[1] - slope * anchor[0], slope, report.linear, report.worst_residual, report.from_size)
     (n1, p1), (n2, p2) = before[-1], anchor
     last = (p2 - p1) / (n2 - n1)
-    slope = max(report.per_sample, last)
+    slope = max(report.per_sample, last, beyond)
     square = 0.0
     if len(before) >= 2:
         n0, p0 = before[-2]
@@ -114,7 +120,7 @@ def fit(points: Sequence[tuple[int, int]], room_bytes: int | None = None) -> Fit
             # Still growing faster: the slope grows on as it did between the two segments' middles, and the
             # tangent at the anchor is steeper than the last segment's slope by half a segment of that growth.
             growth = (last - previous) / ((n2 - n0) / 2)
-            slope = max(report.per_sample, last + growth * (n2 - n1) / 2)
+            slope = max(report.per_sample, last + growth * (n2 - n1) / 2, beyond)
             square = growth / 2
     # peak(n) = p2 + slope (n - n2) + square (n - n2)², written in powers of n.
     return Fit(
@@ -239,6 +245,190 @@ def next_size(
     if reach - n_last < max(1, n_last / 64):
         return None
     return reach
+
+
+def jitter(points: Sequence[tuple[int, int]], smallest: int = 1) -> int:
+    """The most a counted peak lies above one counted at the same or a larger size: 0 where the counts grow with
+    the batch. More samples never need less memory, so such a fall is the counter's noise (a BFC allocator hands a
+    tensor a free chunk up to twice its size without splitting it, so its count depends on what ran before) or an
+    allocator's rounding of its blocks, which no curve through the points shows. A fall of at most FLOOR_BYTES
+    counts as none (the rounding of small blocks, within the tolerance of a line). Only the points from
+    ``smallest`` on count: the noise of the sizes near an answer, not of small ones (where a buffer that the
+    framework keeps once a larger step made it counts as a fall too)."""
+    worst = 0
+    below = 0  # the highest peak counted at a smaller size
+    by_size: dict[int, list[int]] = {}
+    for n, peak in points:
+        if n >= smallest:
+            by_size.setdefault(n, []).append(peak)
+    for n in sorted(by_size):
+        peaks = by_size[n]
+        worst = max(worst, below - min(peaks), max(peaks) - min(peaks))
+        below = max(below, *peaks)
+    return worst if worst > FLOOR_BYTES else 0
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What ``checked_largest`` found. ``batch_size``: the largest size counted to fit (0: none); ``estimate``:
+    the line's answer through the measured points, before anything was checked; ``counted``: the (size, peak)
+    pairs it counted, in order; ``widened_bytes``: what the margin was widened by for the counts' jitter;
+    ``exhausted``: its steps ran out before the search settled (the answer is still a size counted to fit)."""
+
+    batch_size: int
+    estimate: int
+    counted: tuple[tuple[int, int], ...] = ()
+    widened_bytes: int = 0
+    exhausted: bool = False
+
+
+def checked_largest(
+    peak_of: Callable[[int], int],
+    points: Sequence[tuple[int, int]],
+    limit_bytes: int,
+    margin_bytes: int,
+    *,
+    most: int = CHECK_MOST,
+    at_most: int | None = None,
+    recount: int = 0,
+) -> Checked:
+    """The answer of a step that runs, counted before it is given: never a size whose counted peak went past the
+    room, so never above the largest size that fits where the count is the truth's (issue 45).
+
+    A step's peak need not lie on the curve fitted to it: TensorFlow's BFC allocator hands out whole chunks, so
+    its count is a step function of n (and moves with what ran before); a step may change shape past the sizes
+    measured (another convolution algorithm, another chunking). Each round takes the largest size the points
+    counted so far predict to fit (``predicted_largest``: the room is the limit less the margin, widened by the
+    points' ``jitter``), below the smallest size counted not to, and halfway to the largest size counted to fit
+    after two counts in a row that did not (a step in the peak, which the prediction would creep up to); and
+    counts it with ``peak_of``. So a size is counted only
+    where the points so far predict it fits, and a step past the limit is never run on purpose. The first round
+    counts the prediction from the measured points (the estimate); the rounds stop when the next prediction is no
+    more than CLOSE above the largest size counted to fit, or that one is within CLOSE of the smallest size
+    counted not to, or after ``most`` counts. A size fits where its lowest count, plus the widening, is at most
+    ``limit_bytes - margin_bytes`` (so every count of it is, the widening being at least their spread). The answer
+    is the largest size counted to fit: in the common case the estimate, one step. Not above ``at_most``.
+
+    ``recount``: for an allocator whose count of one size depends on what ran before it (a BFC allocator hands a
+    tensor a free chunk up to twice its size without splitting it), the answer found is counted this many times
+    more, each after a step at another size (the smallest measured, then half the answer): where the counts
+    differ, the margin widens (``predicted_largest``) and the search goes on below. Those steps count among the
+    ``most``.
+
+    ``points``: the measured sizes (at least one); one point is not extrapolated."""
+    known = list(points)
+    counted: list[tuple[int, int]] = []
+    estimate: int | None = None
+    exhausted = False
+
+    def count(n: int) -> None:
+        peak = int(peak_of(n))
+        known.append((n, peak))
+        counted.append((n, peak))
+
+    # The noise that counts is that of the sizes from a quarter of the largest measured size that fits on: fixed
+    # before the checks, so that counts far above the measured sizes do not leave the noise seen there behind.
+    near = max((n for n, p in _ordered(points) if p <= limit_bytes - margin_bytes), default=0) // 4
+    while True:
+        candidate, widened = predicted_largest(known, limit_bytes, margin_bytes, at_most=at_most, near=near)
+        room = limit_bytes - margin_bytes - widened
+        ordered = _ordered(known)
+        # A size fits where its lowest count, widened by the noise, does: its other counts are within the noise.
+        lowest: dict[int, int] = {}
+        for n, p in known:
+            lowest[n] = min(p, lowest.get(n, p))
+        fits = max((n for n, p in lowest.items() if p <= room), default=0)
+        over = min((n for n, p in lowest.items() if p > room and n > fits), default=None)
+        if room <= 0:
+            fits = 0
+            break
+        if estimate is None:
+            estimate = candidate
+        if over is not None:
+            candidate = min(candidate, over - 1)
+            if len(counted) >= 2 and all(p > room for _, p in counted[-2:]):
+                # Two counts in a row past the room: the peak jumps somewhere below them (a step, not a slope),
+                # so halve the way to the size counted to fit; below the prediction, it is predicted to fit.
+                candidate = min(candidate, (fits + over) // 2)
+        settled = candidate <= fits or (
+            bool(counted)
+            and (candidate - fits <= CLOSE * candidate or (over is not None and over - fits <= CLOSE * over))
+        )
+        if not settled:
+            if len(counted) >= most:
+                exhausted = True
+                break
+            count(candidate)
+            continue
+        times = sum(n == fits for n, _ in known)
+        if fits == 0 or times > recount:
+            break
+        if len(counted) + 2 > most:
+            exhausted = True
+            break
+        # Another history: a step at the smallest size measured, then at half the answer (a size that fitted).
+        count(ordered[0][0] if times == 1 else max(ordered[0][0], fits // 2))
+        count(fits)
+    if at_most is not None:
+        fits = min(fits, at_most)
+    return Checked(fits, estimate if estimate is not None else fits, tuple(counted), widened, exhausted)
+
+
+def predicted_largest(
+    points: Sequence[tuple[int, int]],
+    limit_bytes: int,
+    margin_bytes: int,
+    *,
+    at_most: int | None = None,
+    near: int | None = None,
+) -> tuple[int, int]:
+    """The largest size the counted points predict to fit, and what the margin is widened by for their jitter:
+    ``(n, widened_bytes)``. The room is ``limit_bytes - margin_bytes - widened_bytes``, where the widening is the
+    ``jitter`` of the points from ``near`` on (by default a quarter of the largest size that fits).
+
+    The prediction is ``fit``'s (through the largest size that fits at the steepest recent slope, curving up where
+    the slopes grew, steepened towards a size counted past the room) or, where the slopes of the points from
+    ``near`` on rise and fall (a peak in steps, not a curve: one jump steepens the last slope), the least-squares
+    line through them raised by the most a point lies above it, or by the widening where that is more (what the
+    residuals show; then under the room the margin leaves, not widened a second time), whichever says more. One
+    point is not extrapolated: its own size. A peak that does not grow sets no bound: the largest size that fits
+    (``at_most`` where given). ``checked_largest`` counts only sizes at most this, so only sizes predicted to
+    fit."""
+    ordered = _ordered(points)
+    if near is None:
+        near = max((n for n, p in ordered if p <= limit_bytes - margin_bytes), default=0) // 4
+    widened = jitter(points, near)
+    room = limit_bytes - margin_bytes - widened
+    fits = max((n for n, p in ordered if p <= room), default=0)
+    if room <= 0:
+        return 0, widened
+    line = fit(points, room)
+    candidate = fits
+    if line.per_sample > 0 or line.per_square > 0 or at_most is not None:  # else the line sets no bound
+        candidate = largest_under(line, limit_bytes, margin_bytes + widened, at_most=at_most)
+    upper = [point for point in ordered if point[0] >= near]
+    slopes = [(p2 - p1) / (n2 - n1) for (n1, p1), (n2, p2) in itertools.pairwise(upper)]
+    stepped = any(later < earlier for earlier, later in itertools.pairwise(slopes))
+    raised = _raised_line(upper, widened) if stepped else None
+    if raised is not None:
+        # Raised by the points' noise already: under the room as the margin leaves it, not widened a second time.
+        candidate = max(candidate, largest_under(raised, limit_bytes, margin_bytes, at_most=at_most))
+    if len(ordered) == 1:
+        candidate = min(candidate, ordered[0][0])  # one point has no slope: nothing is extrapolated from it
+    return candidate, widened
+
+
+def _raised_line(ordered: Sequence[tuple[int, int]], widened: int) -> Fit | None:
+    """The least-squares line through these points (three at least, growing), raised by the most a point lies
+    above it, or by ``widened`` where that is more: above every one of them, as a prediction whose margin is what
+    the residuals show."""
+    if len(ordered) < 3:
+        return None
+    line = _least_squares(ordered)
+    if line.per_sample <= 0:
+        return None
+    above = max(p - line.peak(n) for n, p in ordered)
+    return Fit(line.fixed + max(0.0, above, widened), line.per_sample, line.linear, line.worst_residual, ordered[0][0])
 
 
 def exact_largest(

@@ -5,10 +5,13 @@ any runs out of memory (issue 36, story S5).
     fit.batch_size
 
 It measures one step's peak memory at a few batch sizes through the framework's own allocator (frameworks/*.py
-``step_peak``), from 1 upwards, each predicted at the steepest slope seen so far, and gives the largest n under
-the limit less a margin on the line through the largest size at the steepest recent slope (budget/batchfit.py).
-It never runs a size the points so far predict will not fit. A jitted JAX function is compiled, never run
-(XLA's analysis): its answer is the exact largest size, found by a short search of compiles.
+``step_peak``), from 1 upwards, each predicted at the steepest slope seen so far, takes the largest n under the
+limit less a margin on the line through the largest size at the steepest recent slope (budget/batchfit.py), and
+counts one step there before answering it: where that step does not fit (a peak off the line: TensorFlow's BFC
+allocator rounds its blocks up), smaller sizes predicted from all the counts are counted until one fits, and the
+answer is always a size counted to fit (issue 45). It never runs a size the points so far predict will not fit. A
+jitted JAX function is compiled, never run (XLA's analysis): its answer is the exact largest size, found by a
+short search of compiles.
 """
 
 from __future__ import annotations
@@ -18,25 +21,33 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import psutil
 from IPython import get_ipython
 
 from jupyter_gpumem.budget import batchfit
 from jupyter_gpumem.budget.batchfit import Fit, Limit
 from jupyter_gpumem.budget.overhead import estimate
-from jupyter_gpumem.frameworks import Adapter, Jax
+from jupyter_gpumem.frameworks import Adapter, Jax, PyTorch
 from jupyter_gpumem.frameworks.base import Peak
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.i18n import pgettext
 from jupyter_gpumem.kernel.runtime import runtime
 from jupyter_gpumem.render import largest as shown
-from jupyter_gpumem.units import format_mib, parse_bytes
+from jupyter_gpumem.units import MiB, format_mib, parse_bytes
+
+# Counted on the CPU (no GPU: PyTorch's MemTracker, TensorFlow's BFC on CPU:0), the answer is checked only where its
+# step would take at most this much of the machine's memory (and half of what is free).
+CPU_CHECK_MOST = 2 * 1024 * MiB
 
 
 @dataclass(frozen=True)
 class BatchFit:
     """What ``largest_batch`` found: ``batch_size`` (0 when none can be told or none fits: ``problem`` says why),
     the sizes measured and their peaks, the line through them, the limit and where it came from, the margin,
-    and the answer's predicted peak and headroom (the limit less the predicted peak)."""
+    and the answer's predicted peak and headroom (the limit less its counted peak, else its predicted one).
+    ``estimate``: the line's answer before the answer was counted, ``checked``: the sizes counted after the
+    measuring to check it (with their peaks, also among ``points``), ``widened_bytes``: what the margin was
+    widened by for peaks counted lower than at a smaller batch (budget/batchfit.py ``jitter``)."""
 
     batch_size: int
     points: tuple[tuple[int, int], ...]  # (batch size, peak bytes) as measured, in the order run
@@ -47,7 +58,11 @@ class BatchFit:
     framework: str
     counted: str  # how the peaks were counted, a phrase
     problem: str | None = None  # why there is no answer, or what to be careful of: a sentence
-    verified_bytes: int | None = None  # the peak of one step at the answer (verify=True)
+    verified_bytes: int | None = None  # the answer's counted peak (verify=True)
+    estimate: int = 0  # the line's answer, before it was counted (0: none was made)
+    checked: tuple[tuple[int, int], ...] = ()  # (batch size, peak) counted to check the answer, in order
+    widened_bytes: int = 0  # the margin was widened by this much for the counts' jitter
+    exhausted: bool = False  # the check's steps ran out before its search settled
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -63,10 +78,17 @@ class BatchFit:
         return round(self.fit.peak(self.batch_size)) if self.fit is not None and self.batch_size else None
 
     @property
+    def checked_bytes(self) -> int | None:
+        """The answer's peak as counted (the largest count there): every answer of a step that runs is counted,
+        and a jitted JAX step's exact search compiles its answer."""
+        counts = [peak for n, peak in self.points if n == self.batch_size]
+        return max(counts) if counts and self.batch_size else None
+
+    @property
     def headroom_bytes(self) -> int | None:
-        """The limit less the answer's predicted peak (the margin is part of it)."""
-        predicted = self.predicted_bytes
-        return None if predicted is None or self.limit_bytes is None else self.limit_bytes - predicted
+        """The limit less the answer's counted peak, else its predicted one (the margin is part of it)."""
+        peak = self.checked_bytes if self.checked_bytes is not None else self.predicted_bytes
+        return None if peak is None or self.limit_bytes is None else self.limit_bytes - peak
 
     def view(self) -> shown.View:
         """The words and figures every form of the result shows (text and HTML)."""
@@ -86,7 +108,14 @@ class BatchFit:
                     _("{limit}: {source}").format(limit=format_mib(self.limit_bytes), source=self.limit_source),
                 )
             )
-            facts.append((pgettext("largest_batch fact", "margin"), format_mib(self.margin_bytes)))
+            margin = format_mib(self.margin_bytes)
+            if self.widened_bytes:
+                margin = _("{margin}, widened by {widened} to {total} for the counts' jitter").format(
+                    margin=margin,
+                    widened=format_mib(self.widened_bytes),
+                    total=format_mib(self.margin_bytes + self.widened_bytes),
+                )
+            facts.append((pgettext("largest_batch fact", "margin"), margin))
         if self.predicted_bytes is not None and self.headroom_bytes is not None:
             facts.append(
                 (
@@ -96,8 +125,19 @@ class BatchFit:
                     ),
                 )
             )
+        checked = self.checked_bytes
+        if checked is not None and (self.checked or self.estimate):
+            facts.append(
+                (
+                    pgettext("largest_batch fact", "checked"),
+                    _("{peak} counted at {batch_size}: fits").format(
+                        peak=format_mib(checked), batch_size=self.batch_size
+                    ),
+                )
+            )
+        if self.headroom_bytes is not None and self.batch_size:
             facts.append((pgettext("largest_batch fact", "headroom"), format_mib(self.headroom_bytes)))
-        if self.verified_bytes is not None:
+        if self.verified_bytes is not None and checked is None:
             facts.append(
                 (
                     pgettext("largest_batch fact", "verified"),
@@ -109,6 +149,8 @@ class BatchFit:
         notes = []
         if self.fit is not None and not self.fit.linear:
             notes.append(_not_linear(self.fit, len(self.points)))
+        if self.batch_size:
+            notes.extend(_checks(self))
         if self.problem:
             notes.append(self.problem)
         measured = [(str(n), format_mib(peak), _small(peak) if peak < 1 << 20 else "") for n, peak in self.points]
@@ -161,8 +203,11 @@ def largest_batch(
     For a step that runs, the answer is the largest n under ``limit - margin`` on the line through the largest
     size measured at the steepest recent slope (its last segment's or the least-squares one, whichever is
     steeper; curved upwards where the slopes still grow there); the result says when the points are not on a
-    line. ``verify``: one more step at the answer, its peak shown. If even the smallest size cannot fit (the
-    limit is below what is held), nothing runs and the result says why."""
+    line. That answer is counted (one step) before it is given; where it does not fit, smaller sizes predicted
+    from all the counts are, until one does (at most 12 steps; TensorFlow's answer thrice, after other steps,
+    since its allocator's count moves with what ran before, the margin widened by how far): the answer is a size
+    counted to fit, and the result says what the check found. ``verify``: that count of the answer, shown. If even
+    the smallest size cannot fit (the limit is below what is held), nothing runs and the result says why."""
     return measured(step, batch_of, limit=limit, margin=margin, sizes=sizes, verify=verify)
 
 
@@ -210,6 +255,7 @@ def measured(
 
     points: list[tuple[int, int]] = []
     counted = ""
+    on_gpu = False
     warmed = jitted is not None
     # A jitted step's sizes only give the exact search its first estimate: a few small ones are enough.
     most = batchfit.JITTED_MOST if jitted is not None else batchfit.MOST
@@ -218,7 +264,7 @@ def measured(
             step(*batch_of(n))
             warmed = True
         peak = measure(n)
-        counted = peak.how
+        counted, on_gpu = peak.how, peak.on_gpu
         if peak.bytes is None:
             return _with(result, points=tuple(points), counted="", problem=peak.how)
         without_held = limits.get(False)
@@ -237,6 +283,36 @@ def measured(
     answer = batchfit.largest_under(line, found.bytes, spare, at_most=at_most)
     if len(result.sizes) == 1:
         answer = min(answer, points[0][0])  # one point has no slope: nothing is extrapolated from it
+    result = _with(result, estimate=answer)
+    # Counted on the CPU, the check's step takes this machine's memory: not where it would take more than
+    # CPU_CHECK_MOST or half of what is free (the answer is then the line's, unchecked, and the result says so).
+    host_most = min(CPU_CHECK_MOST, psutil.virtual_memory().available // 2)
+    unchecked = jitted is None and not on_gpu and answer > 0 and line.peak(answer) > host_most
+    if unchecked:
+        result = _with(result, problem=_unchecked(answer, round(line.peak(answer)), host_most))
+    if jitted is None and not unchecked:
+        # The answer is counted before it is given, and smaller sizes predicted from all the counts where it does
+        # not fit: each size run is one the points so far predict will fit (issue 45).
+        def step_at(n: int) -> int:
+            peak = measure(n)
+            return peak.bytes if peak.bytes is not None else found.bytes + 1  # not counted: taken as not fitting
+
+        # PyTorch counts what its tensors asked for, the same every time; a BFC allocator (TensorFlow's, XLA's)
+        # counts the chunks it handed out, which depend on what ran before: its answer is counted thrice.
+        recount = 0 if isinstance(adapter, PyTorch) else 2
+        checked = batchfit.checked_largest(step_at, points, found.bytes, spare, at_most=at_most, recount=recount)
+        points.extend(checked.counted)
+        answer = checked.batch_size
+        line = batchfit.fit(points, found.bytes - spare - checked.widened_bytes)
+        result = _with(
+            result,
+            points=tuple(points),
+            fit=line,
+            estimate=checked.estimate,
+            checked=checked.counted,
+            widened_bytes=checked.widened_bytes,
+            exhausted=checked.exhausted,
+        )
     if jitted is not None and answer > 0:
         # Compiling is harmless (nothing runs): the exact largest size from the estimate, each compile a point.
         def compiled(n: int) -> int:
@@ -248,12 +324,13 @@ def measured(
         line = batchfit.fit(points, found.bytes - spare)
         result = _with(result, points=tuple(points), fit=line)
     if answer == 0:
-        return _with(result, problem=_none_fits(line, found, spare))
+        return _with(result, problem=_none_fits(line, found, spare + result.widened_bytes))
     past = _past_limit(points, found.bytes) if jitted is None else None  # a compile past it ran nothing
-    result = _with(result, batch_size=answer, problem=past)
+    result = _with(result, batch_size=answer, problem=past or result.problem)
     if verify:
-        checked = measure(answer)
-        result = _with(result, verified_bytes=checked.bytes)
+        # The answer was counted already (its check, or the exact search's compile): no step more.
+        verified = result.checked_bytes
+        result = _with(result, verified_bytes=verified if verified is not None else measure(answer).bytes)
     return result
 
 
@@ -401,6 +478,46 @@ def _not_linear(fit: Fit, count: int) -> str:
         "over the sizes measured. The answer comes from the line through the largest size at the steepest recent "
         "slope, cautious where the growth settles into a line; verify=True checks it."
     ).format(off=off)
+
+
+def _checks(result: BatchFit) -> list[str]:
+    """What the check of a step's answer found, where it was more than one step that fitted."""
+    notes = []
+    if result.widened_bytes:
+        notes.append(
+            _(
+                "The step's peak was counted up to {jitter} apart at one batch size, or lower at a larger one: the "
+                "count moves by that much with what ran before (the chunks the allocator had free), so the margin "
+                "was widened by it."
+            ).format(jitter=format_mib(result.widened_bytes))
+        )
+    over = [(n, peak) for n, peak in result.checked if n > result.batch_size]
+    if over:
+        n, peak = over[0]
+        notes.append(
+            _(
+                "A batch of {size}, predicted to fit, was counted at {peak}: past the limit less the margin, so the "
+                "peak is not on the line there (an allocator that rounds its blocks up, a step that changes shape). "
+                "{count} sizes were counted near the answer, each predicted to fit from the counts before it: the "
+                "answer is the largest counted to fit."
+            ).format(size=n, peak=format_mib(peak), count=len(result.checked))
+        )
+    if result.exhausted:
+        notes.append(
+            _(
+                "The check's {count} steps ran out before its search settled (the largest size counted to fit "
+                "within {close} of the smallest counted not to): a somewhat larger batch may fit too."
+            ).format(count=len(result.checked), close=f"{batchfit.CLOSE:.0%}")
+        )
+    return notes
+
+
+def _unchecked(answer: int, peak: int, most: int) -> str:
+    return _(
+        "The answer was not counted before it was given: the step is counted on the CPU here, and at {batch_size} "
+        "it would take about {peak} of this machine's memory, more than the {most} a check may take. It is the "
+        "line's, and may be above the largest batch that fits where the peak is not on the line."
+    ).format(batch_size=answer, peak=format_mib(peak), most=format_mib(most))
 
 
 def _no_room(found: Limit, spare: int) -> str:

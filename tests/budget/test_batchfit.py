@@ -1,22 +1,29 @@
 """The largest batch that fits, from measured (batch size, peak) points: the line, whether the points are on
 it, the largest n under a limit, which size to measure next (never one the points predict will not fit), and
-the exact search of a step whose peak costs only a compile."""
+the exact search of a step whose peak costs only a compile, and the check of a step's answer: counted before it is
+given, never above the truth, never a size the counts predict will not fit (issue 45)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jupyter_gpumem.budget.batchfit import (
+    CHECK_MOST,
     EXACT_MOST,
     SIZES,
     Fit,
+    checked_largest,
     default_margin,
     exact_largest,
     fit,
+    jitter,
     largest_under,
     next_size,
+    predicted_largest,
 )
 from jupyter_gpumem.units import GiB, MiB
 
@@ -218,3 +225,157 @@ def test_the_exact_search_finds_the_largest_size_under_the_room_in_a_few_counts(
     found = exact_largest(peak, points, limit, default_margin(limit), estimate)
     assert found == truth and len(counted) <= EXACT_MOST and len(set(counted)) == len(counted)
     assert exact_largest(peak, points, limit, default_margin(limit), estimate, at_most=1000) == 1000
+
+
+# ---------------------------------------------------------------------- the answer counted before it is given
+
+
+def bfc_like(n: int) -> int:
+    """A peak in steps, as TensorFlow's BFC allocator counts it: the weights, then an activation rounded up to a
+    power of two (a chunk of its bin) and a little per sample on top."""
+    return 20 * MiB + 2 ** math.ceil(math.log2(300 * 1024 * n)) + 100 * 1024 * n
+
+
+def measured_points(peak, limit, sizes=SIZES):
+    margin = default_margin(limit)
+    points: list[tuple[int, int]] = []
+    while (n := next_size(points, sizes, limit, margin)) is not None:
+        points.append((n, peak(n)))
+    return points
+
+
+def truth_of(peak, room):
+    """The largest n whose peak is at most the room, for a peak that does not fall as n grows (bisection)."""
+    fits, over = 0, 1
+    while peak(over) <= room:
+        fits, over = over, 2 * over
+    while over - fits > 1:
+        middle = (fits + over) // 2
+        fits, over = (middle, over) if peak(middle) <= room else (fits, middle)
+    return fits
+
+
+def guarded(peak, limit, margin, known):
+    """A counter that fails the test if it is asked for a size the points counted so far do not predict to fit,
+    and records what it counted into ``known``."""
+
+    # The sizes whose noise counts, as checked_largest fixes them: from a quarter of the largest measured that fits.
+    near = max((n for n, p in known if p <= limit - margin), default=0) // 4
+
+    def count(n: int) -> int:
+        predicted, _ = predicted_largest(known, limit, margin, near=near)
+        assert n <= predicted, f"counted {n}, above {predicted}, the largest the points predict to fit"
+        known.append((n, peak(n)))
+        return known[-1][1]
+
+    return count
+
+
+def test_a_peak_in_steps_made_the_line_answer_above_the_truth_and_the_check_does_not():
+    limit = 300 * MiB
+    margin = default_margin(limit)
+    points = measured_points(bfc_like, limit)
+    truth = truth_of(bfc_like, limit - margin)
+    line = largest_under(fit(points, limit - margin), limit, margin)
+    assert line > truth  # the line's answer (before issue 45) would run out of memory: 443 > 436
+    found = checked_largest(bfc_like, points, limit, margin)
+    assert found.estimate == line and found.counted[0] == (line, bfc_like(line))  # counted, did not fit
+    assert 0.9 * truth <= found.batch_size <= truth
+    assert bfc_like(found.batch_size) <= limit - margin and not found.exhausted
+    assert len(found.counted) <= CHECK_MOST
+
+
+@settings(deadline=None)
+@given(
+    fixed=st.integers(0, 200 * MiB),
+    per_sample=st.integers(1024, 4 * MiB),
+    chunk=st.sampled_from([0, 64 * 1024, MiB, 8 * MiB]),
+    power=st.booleans(),
+    limit=st.integers(16 * MiB, 4 * GiB),
+)
+def test_the_answer_is_never_above_the_truth_and_nothing_counted_was_predicted_not_to_fit(
+    fixed, per_sample, chunk, power, limit
+):
+    def peak(n: int) -> int:  # a line, rounded up to chunks or to powers of two: never falling as n grows
+        grown = per_sample * n
+        if power:
+            grown = 2 ** math.ceil(math.log2(grown))
+        elif chunk:
+            grown = -(-grown // chunk) * chunk
+        return fixed + grown
+
+    margin = default_margin(limit)
+    points = measured_points(peak, limit)
+    if not points:
+        return
+    known = list(points)
+    found = checked_largest(guarded(peak, limit, margin, known), points, limit, margin)
+    truth = truth_of(peak, limit - margin)
+    assert found.batch_size <= truth
+    assert found.batch_size == 0 or peak(found.batch_size) <= limit - margin  # a size counted to fit
+    assert len(found.counted) <= CHECK_MOST
+
+
+def test_on_a_line_the_check_is_one_step_at_the_line_answer():
+    def peak(n: int) -> int:
+        return 500 * MiB + 3 * MiB * n
+
+    limit = 2 * GiB
+    points = measured_points(peak, limit)
+    found = checked_largest(peak, points, limit, default_margin(limit))
+    assert found.counted == ((found.estimate, peak(found.estimate)),)
+    assert found.batch_size == found.estimate == truth_of(peak, limit - default_margin(limit))
+    assert found.widened_bytes == 0
+
+
+def test_counts_that_fall_as_the_batch_grows_widen_the_margin_by_the_fall():
+    # The counter's noise: a count 3 MiB above the line at every third size.
+    def line(n: int) -> int:
+        return 50 * MiB + 10 * 1024 * n
+
+    def peak(n: int) -> int:
+        return line(n) + (3 * MiB if n % 3 == 0 else 0)
+
+    points = [(n, peak(n)) for n in (64, 96, 128, 150, 160)]  # 150 counted 3 MiB up, 160 not: a fall
+    assert jitter(points) == peak(150) - peak(160) > 2 * MiB
+    assert jitter(points, smallest=155) == 0  # from there on the counts grow
+    limit = 60 * MiB  # the answer near those sizes: their noise is the answer's
+    margin = default_margin(limit)
+    known = list(points)
+    found = checked_largest(guarded(peak, limit, margin, known), points, limit, margin)
+    assert found.widened_bytes >= jitter(points)
+    room = limit - margin
+    assert peak(found.batch_size) + found.widened_bytes <= room  # fits with the noise seen to spare
+    assert found.batch_size <= truth_of(lambda n: line(n) + found.widened_bytes, room)
+    assert found.batch_size > max(n for n, p in points if p <= room - found.widened_bytes)  # and above the measured
+
+
+def test_a_count_that_moves_with_what_ran_before_is_counted_thrice_and_the_margin_widens_by_its_spread():
+    runs: list[int] = []
+
+    def peak(n: int) -> int:  # 4 MiB more after a step at a much smaller size: its chunks carved small
+        moved = 4 * MiB if runs and runs[-1] < n / 4 else 0
+        runs.append(n)
+        return 20 * MiB + 200 * 1024 * n + moved
+
+    limit = 128 * MiB
+    margin = default_margin(limit)
+    points = [(n, peak(n)) for n in (1, 2, 4, 8, 16, 32, 64, 128, 256)]
+    found = checked_largest(peak, points, limit, margin, recount=2)
+    sizes = [n for n, _ in found.counted]
+    assert sizes[1] == 1 and sizes[2] == sizes[0]  # counted again after a step at the smallest size
+    assert found.widened_bytes == 4 * MiB  # the two counts' spread
+    room = limit - margin
+    counts = [p for n, p in found.counted if n == found.batch_size]
+    assert len(counts) == 3 and max(counts) <= room and min(counts) + found.widened_bytes <= room
+    worst = truth_of(lambda n: 24 * MiB + 200 * 1024 * n, room)  # the count after a small step, at every size
+    assert 0.9 * worst <= found.batch_size <= worst and len(found.counted) <= CHECK_MOST
+    plain = checked_largest(peak, points, limit, margin)
+    assert [n for n, _ in plain.counted].count(plain.batch_size) <= 1  # without recount: one count
+
+
+def test_a_size_counted_past_the_room_steepens_the_line_from_the_largest_that_fits():
+    points = [(2, 10 * MiB), (4, 12 * MiB), (8, 16 * MiB), (16, 60 * MiB)]  # 16 went past 40 MiB
+    line = fit(points, 40 * MiB)
+    assert line.peak(16) >= 60 * MiB  # the segment from 8 to 16 is the slope beyond 8
+    assert largest_under(line, 40 * MiB, 0) < 16

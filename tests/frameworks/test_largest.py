@@ -1,6 +1,6 @@
 """`jupyter_gpumem.largest_batch` with real PyTorch, TensorFlow and JAX (CPU builds) in real kernels on the stand-in
 NVML: the default limit follows this kernel's budget and the other processes' memory, a step whose memory is not a
-line is said to be one, and no size above the answer is ever run."""
+line is said to be one, the answer is counted before it is given, and no size above it runs where the line holds."""
 
 from __future__ import annotations
 
@@ -62,6 +62,9 @@ def test_pytorch_the_default_limit_follows_the_budget_and_the_other_processes(ke
     assert "the GPU's free memory, 15376 MiB less 450 MiB for the CUDA context and libraries" in unlimited["source"]
     assert unlimited["sizes"][:4] == [1, 2, 4, 8] and unlimited["batch"] > 100_000
     assert max(unlimited["seen"]) <= unlimited["batch"]  # nothing above the answer ran
+    # Counted on the CPU, a check at the answer would take GiBs of this machine's memory: not run, and said.
+    assert "The answer was not counted before it was given" in unlimited["text"]
+    assert unlimited["batch"] not in unlimited["seen"]
     assert "PyTorch's memory tracker (MemTracker) on the CPU" in unlimited["text"]
     assert unlimited["margin"] == 512 * MiB  # 5% of 14926 MiB is more than the cap
 
@@ -83,10 +86,11 @@ def test_pytorch_nothing_above_the_answer_runs_and_a_step_that_is_not_a_line_is_
     assert kernel.run(TORCH_SETUP).status == "ok"
     assert kernel.run("def big(x):\n    seen.append(len(x)); (x * 2).sum()").status == "ok"  # 1 MiB a sample
     # Under 12 MiB less its 5% margin (11.4 MiB): a warm-up at 1, then 1, 2 and 4 run; 8 would take more than
-    # half of the 7.4 MiB left above 4, and the slopes agree (a line), so nothing more runs.
+    # half of the 7.4 MiB left above 4, and the slopes agree (a line), so the line's answer is counted: one step.
     small = result(kernel, "jupyter_gpumem.largest_batch(big, lambda n: (torch.zeros(n, 262144),), limit=12 * 2**20)")
-    assert small["seen"] == [1, 1, 2, 4]
+    assert small["seen"] == [1, 1, 2, 4, small["batch"]]
     assert 8 <= small["batch"] < 12 and max(small["seen"]) <= small["batch"]
+    assert f"counted at {small['batch']}: fits" in small["text"]
     assert small["source"] == "given (limit=)"
 
     verified = result(
@@ -168,10 +172,12 @@ def test_batched_auto_predicts_its_batch_under_the_budget_and_runs_nothing_large
     assert reply.status == "ok", reply.error
     found = json.loads(reply.stdout.strip().splitlines()[-1])
     assert found["right"] and found["rows"] == 300  # the whole input, in batches, combined
-    # A warm-up, then batched's 2, 4, 8, 16, then 32 (256 MiB predicted, under half of the room left above 16).
-    measured, batches = found["seen"][:6], found["seen"][6:]
+    # A warm-up, then batched's 2, 4, 8, 16, then 32 (256 MiB predicted, under half of the room left above 16),
+    # then the answer counted (it fits: one step).
+    measured, checked, batches = found["seen"][:6], found["seen"][6], found["seen"][7:]
     assert measured == [2, 2, 4, 8, 16, 32]
     predicted = max(batches)
+    assert checked == predicted
     assert 55 <= predicted <= 68 and sum(batches) == 300 and all(b <= predicted for b in batches)
 
 
