@@ -42,8 +42,10 @@ from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.plan import make_plan
 from jupyter_gpumem.budget.policy import parse
 from jupyter_gpumem.budget.reading import Reading, reading
+from jupyter_gpumem.budget.state import State
+from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
-from jupyter_gpumem.i18n import use_language
+from jupyter_gpumem.i18n import build, use_language
 from jupyter_gpumem.kernel.protocol import encode_sample, sample_message
 from jupyter_gpumem.kernel.widget import header_html, table_html
 from jupyter_gpumem.render import viewtext
@@ -53,8 +55,8 @@ from jupyter_gpumem.units import GiB, MiB
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
 
-# The languages with a catalogue (jupyter_gpumem/locale/), each with its folder of fixtures under GOLDEN.
-LANGUAGES = ("ja_JP", "zh_CN")
+# The languages (a folder each under jupyter_gpumem/locale/), each with its folder of fixtures under GOLDEN.
+LANGUAGES = tuple(build.languages(Path(__file__).parents[1] / "jupyter_gpumem" / "locale"))
 
 # Names a GPU host can hold, each a way to make a view lie: reorder itself on screen (bidi overrides,
 # isolates, marks), forge a line or a colour (C0, C1, the Unicode separators), hide (zero widths, the BOM),
@@ -114,6 +116,37 @@ def older_kernel_sample() -> dict[str, Any]:
     return {**sample, "gpus": gpus}
 
 
+def sidebar_reading() -> Reading:
+    """The browser tests' machine (tests/fixtures/scenarios/sidebar.scenario) after `%gpumem fraction=0.5
+    framework=tensorflow`, TensorFlow not imported: this kernel holds 3174 MiB of GPU 0's 20.0 GiB budget, not in
+    force yet, 500 MiB set aside (estimated). tests/ui/test_language.py checks the page shows these words."""
+    a100, t4 = "GPU-5e5e5e5e-0000-4000-8000-000000000001", "GPU-5e5e5e5e-0000-4000-8000-000000000002"
+    on_a100 = (
+        GpuProcess(OWN_PID, a100, 3174 * MiB, "compute", "python", "alice", 12.0, True),
+        GpuProcess(31337, a100, 12000 * MiB, "compute", "python3", "alice", 3.0, False),
+        GpuProcess(31338, a100, 1024 * MiB, "compute", "<img src=x onerror=alert(1)>", "alice", 0.5, False),
+    )
+    a100_device = {"name": "NVIDIA A100-SXM4-40GB", "total_bytes": 40960 * MiB, "compute_capability": (8, 0)}
+    t4_device = {"name": "NVIDIA T4", "total_bytes": 15360 * MiB, "compute_capability": (7, 5)}
+    on_t4 = (GpuProcess(31339, t4, 5500 * MiB, "compute", "python3", "alice", 1.0, False),)
+    devices = (
+        Device(index=0, uuid=a100, used_bytes=16500 * MiB, processes=on_a100, **a100_device),  # type: ignore[arg-type]
+        Device(index=1, uuid=t4, used_bytes=5600 * MiB, processes=on_t4, **t4_device),  # type: ignore[arg-type]
+    )
+    snapshot = Snapshot(
+        taken_at=1763740806.0,
+        own_pid=OWN_PID,
+        driver_version="550.54.15",
+        simulated_scenario="sidebar.scenario",
+        devices=devices,
+    )
+    aside = Overhead(500 * MiB, "estimated", "TensorFlow on Ampere (compute 8.0)")
+    plan = make_plan(parse(["fraction=0.5", "framework=tensorflow"]), snapshot, lambda device: aside)
+    tensorflow = ADAPTERS["tensorflow"]()
+    state = State(plan.policy, plan, (tensorflow,), True, tensorflow.name)  # not applied: TensorFlow not imported
+    return reading(snapshot, state, started=False, allocators={}, measured=lambda uuid: None)
+
+
 # name: (the Reading, when the case has one, and the sample the sidebar gets)
 CASES: dict[str, Callable[[], tuple[Reading | None, dict[str, Any]]]] = {
     "s1_over_budget": lambda: (s1_reading(), encode_sample(s1_reading())),
@@ -125,6 +158,7 @@ CASES: dict[str, Callable[[], tuple[Reading | None, dict[str, Any]]]] = {
     "no_driver": lambda: (no_driver_reading(), encode_sample(no_driver_reading())),
     "older_kernel": lambda: (None, older_kernel_sample()),
     "ties": lambda: (ties_reading(), encode_sample(ties_reading())),
+    "sidebar": lambda: (sidebar_reading(), encode_sample(sidebar_reading())),
 }
 
 

@@ -190,7 +190,7 @@ class GpumemConfig(Configurable):
     )
     growth = BoolOrString(
         'Default memory growth: True or "on" (allocate on demand, up to the budget), False or "off" '
-        f"(TensorFlow and JAX take the pool at start). {_DEFAULT_NOTE}"
+        f"(a framework that can take its pool at start does; %gpumem --help says which). {_DEFAULT_NOTE}"
     )
     gpus = IntListOrString(
         'Default GPUs a kernel may use: an index (1), a list ([0, 2] or ["GPU-<uuid>"]) or a string '
@@ -199,8 +199,8 @@ class GpumemConfig(Configurable):
         f"processes from using these. {_DEFAULT_NOTE}"
     )
     threads = IntOrString(
-        "Default CPU threads per framework (TensorFlow and PyTorch, intra-op and inter-op): a whole number (2) "
-        f'or a string ("2"). {_DEFAULT_NOTE}'
+        "Default CPU threads per framework, intra-op and inter-op, for the frameworks that have thread settings "
+        f'(%gpumem --help says which): a whole number (2) or a string ("2"). {_DEFAULT_NOTE}'
     )
     max_fraction = NumberOrString(
         "Ceiling: no %gpumem in any kernel may ask for more than this share of a GPU, as nvidia-smi counts it; "

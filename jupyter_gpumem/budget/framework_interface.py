@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 class Framework(Protocol):
     """A framework as the State and the Controller see it: frameworks.base.Adapter implements it for
-    TensorFlow, PyTorch and JAX (docs/frameworks.md)."""
+    every framework of frameworks.ADAPTERS (docs/frameworks.md)."""
 
     name: str  # for people: "TensorFlow"
     module: str  # for imports: "tensorflow"

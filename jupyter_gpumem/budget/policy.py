@@ -5,6 +5,7 @@ A Policy says nothing about any particular GPU; plan.py turns it into per-GPU bu
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields, replace
 
 from jupyter_gpumem import values
@@ -14,8 +15,9 @@ from jupyter_gpumem.units import format_mib
 # threads=, intra=, inter=: TensorFlow takes any int32 and then fails every op it cannot give a pool of that many
 # threads (issue 43); beyond the largest machines' CPU count, more threads only starve the others.
 MAX_THREADS = 1024
-FRAMEWORKS = ("auto", "tensorflow", "pytorch", "jax")
-ALIASES = {"tf": "tensorflow", "torch": "pytorch"}
+# framework=: a name's form only. Which names exist is the adapters' registry's to say (frameworks.ADAPTERS, a
+# higher layer): frameworks.choice.targets refuses a name it lacks, with the names it has.
+FRAMEWORK_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 
 
 class PolicyError(ValueError):
@@ -31,7 +33,7 @@ class Policy:
     gpus: tuple[str, ...] | None = None  # NVML indices or UUIDs; () hides every GPU
     intra_threads: int | None = None
     inter_threads: int | None = None
-    framework: str = "auto"
+    framework: str = "auto"  # "auto", or a name as typed (lower case): frameworks.choice.named resolves it
     strict: bool = True  # False: the framework's raw meaning (the allocator pool only)
     mps: bool | None = None  # True: the budget also becomes this process's MPS pinned limit (a hard cap)
 
@@ -99,7 +101,7 @@ def accepted(key: str) -> str:
         "threads": _("threads=2 (a whole number from 1 to {most})").format(most=MAX_THREADS),
         "intra": _("intra=2 (a whole number from 1 to {most})").format(most=MAX_THREADS),
         "inter": _("inter=1 (a whole number from 1 to {most})").format(most=MAX_THREADS),
-        "framework": _("framework=auto, tensorflow, pytorch or jax"),
+        "framework": _("framework=auto or a framework's name (%gpumem --help lists them)"),
         "strict": _("strict=on or strict=off"),
         "mps": _("mps=on or mps=off"),
     }[key]
@@ -186,11 +188,11 @@ def parse_value(key: str, value: str) -> dict[str, object]:
     if key == "inter":
         return {"inter_threads": _count(key, value)}
     if key == "framework":
-        name = ALIASES.get(value.lower(), value.lower())
-        if name not in FRAMEWORKS:
+        name = value.lower()
+        if not FRAMEWORK_NAME.fullmatch(name):
             raise PolicyError(
-                _("framework={value} is not a framework jupyter-gpumem supports; use {accepted}.").format(
-                    value=value, accepted=accepted(key)
+                _("framework={value} is not a framework's name; use {accepted}.").format(
+                    value=values.shown(value), accepted=accepted(key)
                 )
             )
         return {"framework": name}

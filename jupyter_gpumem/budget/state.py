@@ -43,7 +43,7 @@ class State:
     @property
     def frameworks(self) -> str:
         """For people: "TensorFlow"; "TensorFlow and PyTorch" (all imported: both get it);
-        "TensorFlow, PyTorch or JAX" (whichever is imported)."""
+        "TensorFlow or JAX" (whichever is imported)."""
         return label(self.adapters, "and" if self.together else "or")[0]
 
     @property

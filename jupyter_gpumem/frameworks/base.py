@@ -1,4 +1,4 @@
-"""What every framework adapter provides (TensorFlow, PyTorch and JAX implement the same)."""
+"""What every framework adapter provides (each of frameworks.ADAPTERS implements the same)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,9 @@ class Adapter(ABC):
     array_modules: tuple[str, ...]  # the top-level modules its arrays' types come from
     placing: str  # how code places work on GPU 1, which users take for choosing the GPU
     free_earlier: str | None  # how to free tensors of earlier cells from its pool (N_); None: it has no pool to free
+    aliases: tuple[str, ...] = ()  # other spellings framework= takes ("tf"); its key and its module count already
+    threads: bool  # threads=, intra=, inter= set its CPU thread pools (the magic's help lists those that do)
+    growth: str  # what growth=on|off does to it, for the magic's help (N_): "off takes the pool at start"
 
     @property
     def default_phrase(self) -> Said:

@@ -39,6 +39,8 @@ class Jax(Adapter):
     array_modules = ("jax", "jaxlib")
     placing = "jax.device_put(x, jax.devices()[1])"
     free_earlier = N_("del them (JAX frees an array's memory when its last reference goes)")
+    threads = False
+    growth = N_("off takes the pool at start")
 
     def environment(self, plan: Plan) -> dict[str, str]:
         env = super().environment(plan)

@@ -2,7 +2,7 @@
 
 PyTorch never preallocates: its caching allocator takes memory as tensors need it and keeps what they
 free for reuse. So a budget is a cap, torch.cuda.set_per_process_memory_fraction per GPU, set the moment
-CUDA starts in PyTorch (or at once when it has started: unlike TensorFlow and JAX, PyTorch takes a new
+CUDA starts in PyTorch (or at once when it has started: PyTorch, unlike TensorFlow and JAX, takes a new
 fraction at any time). What is fixed when CUDA starts is which GPUs it sees (CUDA_VISIBLE_DEVICES).
 
 All torch calls go through TorchConfig: the translation from a plan to calls is tested against a
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from jupyter_gpumem.budget.framework_interface import Allocator
 from jupyter_gpumem.budget.plan import Plan
-from jupyter_gpumem.frameworks.base import Adapter, Peak, PeakKeeper, Released, one_fraction
+from jupyter_gpumem.frameworks.base import N_, Adapter, Peak, PeakKeeper, Released, one_fraction
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.i18n import pgettext
 from jupyter_gpumem.units import MiB, format_mib
@@ -130,6 +130,8 @@ class PyTorch(Adapter):
     array_modules = ("torch",)
     placing = 'torch.device("cuda:1")'
     free_earlier = None  # no pool taken at start: what tensors free stays cached (fragmentation is its cause)
+    threads = True
+    growth = N_("always allocates on demand; on turns on expandable segments")
 
     def __init__(self, config: TorchConfig | None = None):
         self.config: TorchConfig = config or RealTorchConfig()

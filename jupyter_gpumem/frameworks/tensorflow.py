@@ -118,6 +118,9 @@ class TensorFlow(Adapter):
     array_modules = ("tensorflow",)
     placing = 'tf.device("/gpu:1")'
     free_earlier = N_("del them and call tf.keras.backend.clear_session()")
+    aliases = ("tf",)
+    threads = True
+    growth = N_("off takes the pool at start")
 
     def __init__(self, config: TfConfig | None = None):
         self.config: TfConfig = config or RealTfConfig()

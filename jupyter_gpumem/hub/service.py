@@ -13,7 +13,8 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict
 from functools import cache
 from html import escape
@@ -30,14 +31,15 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from tornado import web
 
-from jupyter_gpumem import values
-from jupyter_gpumem.hub import page_words
+from jupyter_gpumem import i18n, values
+from jupyter_gpumem.hub import page_words, report
 from jupyter_gpumem.hub.language import choose, tag
 from jupyter_gpumem.hub.poll import Poller, write_targets
-from jupyter_gpumem.hub.prometheus_reader import PrometheusReader
+from jupyter_gpumem.hub.prometheus_reader import MAX_NAME, PrometheusReader, Unusable
 from jupyter_gpumem.hub.rows import Row
 from jupyter_gpumem.hub.summary import summary, texts
-from jupyter_gpumem.words import catalogue, wire
+from jupyter_gpumem.i18n import ENGLISH
+from jupyter_gpumem.words import wire
 
 log = logging.getLogger("jupyter_gpumem.hub")
 
@@ -60,11 +62,18 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "jupyter_gpumem_hub_kernel_ceiling_bytes": ("the administrator's max_limit for the kernel", KERNEL),
     "jupyter_gpumem_hub_kernel_ceiling_ratio": ("the administrator's max_fraction for the kernel", KERNEL),
     "jupyter_gpumem_hub_kernel_idle_seconds": ("seconds since the kernel's last activity, while idle", KERNEL),
+    "jupyter_gpumem_hub_user_group_info": (
+        "1 for each JupyterHub group a user with a running server is in",
+        ("user", "group"),
+    ),
 }
+# Reading from Prometheus, the service's /metrics has only what Prometheus cannot get from the servers themselves.
+MEMBERSHIP = ("jupyter_gpumem_hub_user_group_info",)
 
 
-def families(rows: list[Row], t: float | None) -> list[Metric]:
-    """The rows of one poll as prometheus_client's families; a figure that is not known has no sample."""
+def families(rows: list[Row], t: float | None, groups: Mapping[str, Iterable[str]] | None = None) -> list[Metric]:
+    """The rows of one poll, and each user's groups (report-rules.yml's per-group series), as prometheus_client's
+    families; a figure that is not known has no sample."""
     built = {name: GaugeMetricFamily(name, help_text, labels=labels) for name, (help_text, labels) in FAMILIES.items()}
 
     def add(name: str, labels: tuple[Any, ...], value: float | None) -> None:
@@ -92,70 +101,84 @@ def families(rows: list[Row], t: float | None) -> list[Metric]:
         add("jupyter_gpumem_hub_kernel_over_budget", g, None if r.over_budget is None else int(r.over_budget))
     for server, up in servers.items():
         add("jupyter_gpumem_hub_server_up", server, int(up))
+    for user, names in sorted((groups or {}).items()):
+        for group in sorted(set(names)):
+            if _label(user) and _label(group):  # the hub's names; bounded and printable, as any label read
+                add("jupyter_gpumem_hub_user_group_info", (user, group), 1)
     return list(built.values())
 
 
+def _label(text: str) -> bool:
+    return 0 < len(text) <= MAX_NAME and text.isprintable()
+
+
 class _Poll(Collector):
-    def __init__(self, rows: list[Row], t: float | None):
-        self._families = families(rows, t)
+    def __init__(self, found: list[Metric]):
+        self._families = found
 
     def collect(self) -> Iterator[Metric]:
         return iter(self._families)
 
 
-def render_metrics(rows: list[Row], t: float | None) -> bytes:
-    """The exposition of one poll, through a registry of its own (the service has no process metrics to add)."""
+def render_metrics(
+    rows: list[Row], t: float | None, groups: Mapping[str, Iterable[str]] | None = None, only: Iterable[str] = ()
+) -> bytes:
+    """The exposition of one poll, through a registry of its own (the service has no process metrics to add);
+    ``only``: those families alone."""
+    found = families(rows, t, groups)
+    keep = set(only)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Poll(rows, t))
+    registry.register(_Poll([f for f in found if f.name in keep] if keep else found))
     return generate_latest(registry)
 
 
 PAGE_TEMPLATE = (Path(__file__).parent / "page.html").read_text(encoding="utf-8")
 
 
-def _script_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False).replace("</", "<\\/")
+# A message of the page's own text, a {name} in it a slot its script fills (page_words.slots).
+PAGE_MESSAGE = re.compile(r"\{\{((?:[^{}]|\{\w+\})+)\}\}")
 
 
 @cache
 def page(language: str) -> bytes:
-    """The admin page in ``language`` ("en", "ja_JP", "zh_CN"; ``language.choose`` of the request's header): the
-    rows' codes worded with the catalogue every surface words them with, its own words from page_words, both
-    inlined (one request, one file), English for anything a catalogue leaves untranslated."""
-    own = page_words.words(language)
-    html = re.sub(
-        r"\{\{([^{}]+)\}\}",  # the words outside the script: the title, the heading, the filter's
-        lambda m: tag(language) if m.group(1) == "lang" else escape(own.get(m.group(1), m.group(1))),
-        PAGE_TEMPLATE,
+    """The admin page in ``language`` ("en", "ja_JP", "zh_CN"; ``language.choose`` of the request's header): its
+    own words and the table's header from page_words, English for anything a catalogue leaves untranslated. The
+    rest (cells, cards, the state line) comes worded in the JSON it asks for in its language (``render_rows``)."""
+    words = page_words.Words(language)
+    html = PAGE_MESSAGE.sub(
+        lambda m: tag(language) if m.group(1) == "lang" else page_words.slots(words.template(m.group(1))), PAGE_TEMPLATE
     )
-    return (
-        html.replace("/*CATALOGUE*/{}", _script_json(catalogue(language)))
-        .replace("/*WORDS*/{}", _script_json(own))
-        .replace("/*PLURALS*/{}", _script_json(page_words.plurals(language)))
-        .encode()
-    )
+    return html.replace("<!--COLUMNS-->", page_words.header(words)).encode()
 
 
 Source = Poller | PrometheusReader
 
 
-def render_rows(poller: Source) -> bytes:
+def render_rows(poller: Source, words: page_words.Words | None = None) -> bytes:
     """The page's JSON: the poll, the summary, every row, and where they come from (with Prometheus, the
-    sentence the page shows while it cannot be read)."""
+    sentence the page shows while it cannot be read); beside them, what the page shows, worded in ``words``'
+    language and zone (None: English, this machine's): each row's cells, the summary's cards, the state line."""
+    words = words or page_words.Words(ENGLISH)
     prometheus = poller.url if isinstance(poller, PrometheusReader) else None
     problem = poller.problem if isinstance(poller, PrometheusReader) else None
-    rows = [
-        {**{f: getattr(r, f) for f in Row.__dataclass_fields__}, "problem_said": wire(r.problem), **texts(r)}
-        for r in poller.rows
-    ]
+    rows = []
+    for r in poller.rows:
+        text = texts(r)
+        raw = {f: getattr(r, f) for f in Row.__dataclass_fields__}
+        rows.append({**raw, "problem_said": wire(r.problem), **text, "shown": page_words.shown_row(words, r, text)})
+    told = summary(poller.rows, poller.gpus)
+    shown = page_words.state(words, poller.t, poller.interval_s, poller.stats, prometheus is not None, problem)
     return json.dumps(
         {
             "t": poller.t,
             "source": {"prometheus": prometheus, "problem": problem, "problem_said": wire(problem)},
             "interval_s": poller.interval_s,
             "poll": None if poller.stats is None else asdict(poller.stats),
-            "summary": summary(poller.rows, poller.gpus),
+            "summary": told,
             "rows": rows,
+            "language": words.language,
+            "state": shown,
+            "cards": page_words.cards(words, told),
         },
         separators=(",", ":"),
         allow_nan=False,  # NaN is not JSON: fail, never emit it
@@ -165,15 +188,34 @@ def render_rows(poller: Source) -> bytes:
 class Views:
     """The metrics and the JSON of the latest poll, built once per poll: a request only sends bytes."""
 
-    def __init__(self, poller: Source):
+    def __init__(self, poller: Source, groups: Callable[[], Mapping[str, Iterable[str]]] | None = None):
         self.poller = poller
-        self.metrics = render_metrics([], None)
+        # Each user's groups: the poller's own list of the hub, or (reading from Prometheus) the one main() keeps.
+        self.groups = groups or (lambda: poller.groups if isinstance(poller, Poller) else {})
+        self.metrics = render_metrics([], None, only=MEMBERSHIP if isinstance(poller, PrometheusReader) else ())
         self.json = render_rows(poller)
+        self.worded: dict[tuple[str, str | None], bytes] = {}  # the latest poll's, per language and zone asked
         poller.on_poll = self.build
 
+    def json_in(self, language: str, offset_min: str | None) -> bytes:
+        """The latest poll's JSON worded in ``language`` at the browser's UTC offset, built on the first ask after
+        each poll; a few are kept (three languages, a zone or two: a hub's admins)."""
+        key = (language, offset_min if page_words.zone_of(offset_min) else None)
+        if key in self.worded:
+            return self.worded[key]
+        body = render_rows(self.poller, page_words.Words(language, page_words.zone_of(offset_min)))
+        if len(self.worded) < 8:
+            self.worded[key] = body
+        return body
+
     def build(self) -> None:
-        self.metrics = render_metrics(self.poller.rows, self.poller.t)
+        groups = self.groups()
+        if isinstance(self.poller, PrometheusReader):
+            self.metrics = render_metrics([], None, groups, only=MEMBERSHIP)
+        else:
+            self.metrics = render_metrics(self.poller.rows, self.poller.t, groups)
         self.json = render_rows(self.poller)
+        self.worded = {}
 
 
 class _Base(HubOAuthenticated, web.RequestHandler):  # type: ignore[misc]  # jupyterhub has no types
@@ -235,21 +277,89 @@ class JsonHandler(_Base):
     @web.authenticated
     def get(self) -> None:
         self.set_header("Content-Type", "application/json")
-        self.finish(self.views.json)
+        if "language" not in self.request.arguments:
+            self.finish(self.views.json)  # English, this machine's times: what any other client reads
+            return
+        # The page asks in its own language (its <html lang>) and its browser's UTC offset: whatever these say, the
+        # language is one with a catalogue or English, and the zone a real one or this machine's.
+        language = i18n.locale_for(self.get_argument("language")[:35])
+        self.finish(self.views.json_in(language, self.get_argument("utc_offset_min", None)))
 
 
-def make_app(poller: Source, prefix: str) -> web.Application:
-    """The page, its JSON and, when the service reads the servers itself, its ``/metrics``. Reading from
-    Prometheus it serves no ``/metrics``: every figure is already in Prometheus, from the servers themselves;
-    served again they would be stored twice, a scrape behind, and any sum over both would count each twice."""
+class ReportHandler(_Base):
+    """``report`` (the page), ``report.json`` and ``report.csv``: the report of the range and group the query asks
+    for (report.py), made from Prometheus when asked, within the reporter's deadline."""
+
+    hub_scopes = PAGE_SCOPES
+
+    def initialize(self, views: Views, reporter: report.Reporter | None = None, kind: str = "html") -> None:
+        super().initialize(views)
+        self.reporter, self.kind = reporter, kind
+
+    @web.authenticated
+    async def get(self) -> None:
+        language = choose(self.request.headers.get("Accept-Language"))
+        say = report.Words(language)
+        self.set_header("Vary", "Accept-Language")
+        self.set_header("Cache-Control", "no-store")
+        args = {k: self.get_argument(k, "") for k in ("days", "from", "to", "group") if self.get_argument(k, "")}
+        group = args.get("group") or None
+        made: report.Report | None = None
+        chosen: report.Range | None = None
+        problem: str | None = None
+        try:
+            chosen = report.parse_range(args, time.time())
+            if self.reporter is None:
+                problem, status = say(report.NO_PROMETHEUS), 503
+            else:
+                made, status = await self.reporter.report(chosen, group), 200
+        except report.Refused as refused:
+            problem, status = say(refused.message, **refused.values), 400
+        except Unusable as error:
+            url = self.reporter.url if self.reporter is not None else ""
+            problem, status = report.problem_said(url, error, say), 503
+        self.set_status(status)
+        if self.kind == "csv":
+            if made is None:
+                self.set_header("Content-Type", "text/plain; charset=utf-8")
+                self.finish(problem or "")
+                return
+            self.set_header("Content-Type", "text/csv; charset=utf-8")
+            name = "gpumem-report-" + "-".join(made.range.query().values()) + ".csv"
+            self.set_header("Content-Disposition", f'attachment; filename="{name}"')
+            self.finish(report.csv_text(made))
+        elif self.kind == "json":
+            self.set_header("Content-Type", "application/json")
+            found = report.as_json(made, say) if made is not None else {"problem": problem}
+            self.finish(json.dumps(found, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode())
+        else:
+            self.set_header("Content-Type", "text/html; charset=utf-8")
+            self.finish(report.html(made, chosen, group, language, problem))
+
+
+def make_app(
+    poller: Source,
+    prefix: str,
+    groups: Callable[[], Mapping[str, Iterable[str]]] | None = None,
+    reporter: report.Reporter | None = None,
+) -> web.Application:
+    """The page, its JSON, the report (from ``reporter``'s Prometheus) and ``/metrics``. Reading from Prometheus,
+    ``/metrics`` has only each user's groups (``groups``, from the hub): every other figure is already in Prometheus,
+    from the servers themselves; served again they would be stored twice, a scrape behind, and any sum over both
+    would count each twice."""
     prefix = "/" + prefix.strip("/") + "/"
-    views = {"views": Views(poller)}
-    metrics = [] if isinstance(poller, PrometheusReader) else [(prefix + "metrics", MetricsHandler, views)]
+    views = {"views": Views(poller, groups)}
+    reports = {**views, "reporter": reporter}
     return web.Application(
         [
             (prefix, PageHandler, views),
-            *metrics,
+            (prefix + "metrics", MetricsHandler, views),
             (prefix + "api/rows", JsonHandler, views),
+            (prefix + "report", ReportHandler, {**reports, "kind": "html"}),
+            (prefix + "report.json", ReportHandler, {**reports, "kind": "json"}),
+            (prefix + "report.csv", ReportHandler, {**reports, "kind": "csv"}),
+            # The package's plotly.js chunk, which the report's chart loads (never a CDN).
+            (prefix + "static/(.*)", web.StaticFileHandler, {"path": str(report.STATIC)}),
             (prefix + "oauth_callback", HubOAuthCallbackHandler),
         ],
         cookie_secret=os.urandom(32),
@@ -285,24 +395,38 @@ async def main() -> None:
     prefix = env.get("JUPYTERHUB_SERVICE_PREFIX", "/services/gpumem/")
     bind = urlparse(env.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
     prometheus = env.get("JUPYTER_GPUMEM_HUB_PROMETHEUS_URL")
+    reports_from = env.get("JUPYTER_GPUMEM_HUB_REPORT_PROMETHEUS_URL") or prometheus
+    reporter = (
+        report.Reporter(
+            reports_from,
+            deadline_s=_setting("REPORT_DEADLINE_S", 10.0),
+            max_body_bytes=int(_setting("PROMETHEUS_MAX_BYTES", 64 * 2**20)),
+        )
+        if reports_from
+        else None
+    )
+    if reporter is not None:
+        reporter.start()  # the standard reports kept ready
     if not prometheus:
-        make_app(poller, prefix).listen(bind.port or 80, bind.hostname or "127.0.0.1")
+        make_app(poller, prefix, reporter=reporter).listen(bind.port or 80, bind.hostname or "127.0.0.1")
         log.info("GPU memory by user at %s, reading servers through %s", quote(prefix), proxy)
         await poller.run()
         return
     file_sd = poller.file_sd
 
     async def targets() -> None:  # the hub's list only (a request per 200 users), never the servers
+        listed = await poller.servers()  # also each user's groups, for /metrics
         if file_sd is not None:
-            write_targets(file_sd, poller.proxy_url, await poller.servers())
+            write_targets(file_sd, poller.proxy_url, listed)
 
     reader = PrometheusReader(
         prometheus,
         interval_s=_setting("INTERVAL_S", 5.0),
         deadline_s=_setting("DEADLINE_S", 3.0),
         max_body_bytes=int(_setting("PROMETHEUS_MAX_BYTES", 64 * 2**20)),
-        targets=targets if file_sd is not None else None,
+        targets=targets,
     )
-    make_app(reader, prefix).listen(bind.port or 80, bind.hostname or "127.0.0.1")
+    app = make_app(reader, prefix, lambda: poller.groups, reporter)
+    app.listen(bind.port or 80, bind.hostname or "127.0.0.1")
     log.info("GPU memory by user at %s, read from Prometheus at %s", quote(prefix), prometheus)
     await reader.run()

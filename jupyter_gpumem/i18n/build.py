@@ -28,6 +28,12 @@ DOMAIN = "jupyter_gpumem"
 CONTEXT_SEPARATOR = "\x04"
 
 
+def languages(locale_dir: Path) -> list[str]:
+    """The languages, one folder each under ``locale/`` ("ja_JP", "zh_CN"): the one list of them. A new folder is a
+    new language (``jlpm i18n:extract`` makes its ``.po``); everything that lists languages reads it from here."""
+    return sorted(p.name for p in locale_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+
+
 def sources(locale_dir: Path) -> list[Path]:
     """The committed catalogues, one ``.po`` per language."""
     return sorted(locale_dir.glob(f"*/LC_MESSAGES/{DOMAIN}.po"))

@@ -1,10 +1,12 @@
 """The message template (``locale/jupyter_gpumem.pot``) and the update of each language's ``.po`` from it: a
 developer's step, ``jlpm i18n:extract``, which needs Node for the TypeScript half and is never part of a build.
 
-Four sources, one domain:
+Five sources, one domain:
 
 - the sidebar's messages, found by ``labextension/scripts/i18n-extract.mjs`` (the TypeScript compiler's parse of
   every ``__``, ``_n``, ``_p``, ``_np`` call) and handed here as a JSON list;
+- the words of each GPU line the wire schema declares (``x-line`` in ``wire/schemas/comm.v1.json``), which both
+  surfaces word from generated data, with no context;
 - Python's, ``pybabel extract``'s way (babel's Python extractor) with the keywords ``_``, ``gettext``,
   ``ngettext`` and ``pgettext`` of ``jupyter_gpumem.i18n``, and ``N_`` (frameworks/base.py: marked, not translated);
 - every code of ``words/en.json``: the code as the context, its English template as the msgid;
@@ -31,14 +33,14 @@ from babel.messages.catalog import Catalog, Message
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po, write_po
 
-from jupyter_gpumem.i18n.build import DOMAIN, checkout_version
+from jupyter_gpumem.i18n.build import DOMAIN, checkout_version, languages
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "jupyter_gpumem"
 LOCALE_DIR = PACKAGE / "locale"
 TEMPLATE = LOCALE_DIR / f"{DOMAIN}.pot"
 CODES = PACKAGE / "words" / "en.json"
-LANGUAGES = ("ja_JP", "zh_CN")
+LANGUAGES = languages(LOCALE_DIR)  # one folder per language: a new folder is a new language, its .po made here
 # N_: a phrase made at import (frameworks/base.py), translated where it is shown.
 KEYWORDS: dict[str, Any] = {"_": None, "gettext": None, "N_": None, "ngettext": (1, 2), "pgettext": ((1, "c"), 2)}
 
@@ -80,6 +82,32 @@ def codes() -> Iterator[Found]:
     lines = {m.group(1): text.count("\n", 0, m.start()) + 1 for m in re.finditer(r'^\s*"(\w+)":', text, re.M)}
     for code, template in json.loads(text).items():
         yield (CODES.relative_to(ROOT).as_posix(), lines[code]), template, code
+
+
+WIRE_SCHEMAS = PACKAGE / "wire" / "schemas"
+LINE = "x-line"
+
+
+def lines() -> Iterator[Found]:
+    """The words of each line a wire schema declares on a field (``"x-line": {"words": …}``, docs/protocol.md "A
+    field's line"): the sidebar and the inline view word them from the generated data, calls no extractor sees."""
+
+    def walk(node: Any) -> Iterator[str]:
+        if isinstance(node, dict):
+            if isinstance(node.get(LINE), dict):
+                yield node[LINE]["words"]
+            for value in node.values():
+                yield from walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                yield from walk(item)
+
+    for path in sorted(WIRE_SCHEMAS.glob("*.json")):
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT).as_posix()
+        for words in walk(json.loads(text)):
+            at = text.find(json.dumps(words, ensure_ascii=False))
+            yield (where, text.count("\n", 0, max(at, 0)) + 1), words, None
 
 
 SCHEMAS = ROOT / "labextension" / "schema"
@@ -141,8 +169,8 @@ def schemas() -> Iterator[Found]:
 
 
 def template(ts_messages: list[dict[str, Any]], creation_date: datetime | None = None) -> Catalog:
-    """The message template from the four sources, in their order (the sidebar's, Python's, the codes, the settings
-    schemas)."""
+    """The message template from the five sources, in their order (the sidebar's, the declared lines', Python's, the
+    codes, the settings schemas)."""
     catalog = Catalog(
         domain=DOMAIN,
         project="jupyter-gpumem",
@@ -152,7 +180,13 @@ def template(ts_messages: list[dict[str, Any]], creation_date: datetime | None =
         creation_date=creation_date,
         charset="utf-8",
     )
-    sources = ((typescript(ts_messages), False), (python(), True), (codes(), False), (schemas(), False))
+    sources = (
+        (typescript(ts_messages), False),
+        (lines(), False),
+        (python(), True),
+        (codes(), False),
+        (schemas(), False),
+    )
     for source, python_format in sources:
         for location, msgid, context in source:
             message = catalog.get(msgid[0] if isinstance(msgid, tuple) else msgid, context)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.gpu.model import Device
 from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.render.chart import OVER_ENDS_BELOW
 from jupyter_gpumem.units import format_mib, format_percent
 
 
@@ -19,7 +20,7 @@ class Mark:
 
 
 NEAR_BUDGET = Mark("near budget", on=0.90, off=0.85)
-OVER_BUDGET = Mark("over budget", on=1.0, off=0.95)
+OVER_BUDGET = Mark("over budget", on=1.0, off=OVER_ENDS_BELOW)  # the chart's episodes end there too
 GPU_FULL = Mark("GPU full", on=0.95, off=0.90)
 
 

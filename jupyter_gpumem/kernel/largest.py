@@ -32,6 +32,7 @@ from jupyter_gpumem.frameworks.base import Peak
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.i18n import pgettext
 from jupyter_gpumem.kernel.runtime import runtime
+from jupyter_gpumem.render import framework_names
 from jupyter_gpumem.render import largest as shown
 from jupyter_gpumem.units import MiB, format_mib, parse_bytes
 
@@ -229,7 +230,7 @@ def measured(
     jitted = _jitted(step, control.adapters.values())
     adapter = jitted or _framework(step, batch_of, planned[0], control)
     if adapter is None:
-        return BatchFit(0, (), None, None, "", 0, _("no framework"), "", _no_framework())
+        return BatchFit(0, (), None, None, "", 0, _("no framework"), "", _no_framework(control.adapters))
     # Two defaults: the count of a step's peak may leave out what the allocator held before it (the first
     # measurement tells), and then the tensors in use now come off the limit too.
     limits = {True: Limit(explicit, _("given (limit=)"))} if explicit is not None else _default_limits(control, adapter)
@@ -384,12 +385,11 @@ def _default_limits(control: Any, adapter: Adapter) -> dict[bool, Limit | None]:
 # ---------------------------------------------------------------------- arguments and sentences
 
 
-def _no_framework() -> str:
+def _no_framework(adapters: Any) -> str:
     return _(
-        "Neither the step nor its arguments belong to TensorFlow, PyTorch or JAX, and no framework this kernel "
-        "knows is imported: import the framework first, or name it with %gpumem framework=pytorch (or tensorflow, "
-        "jax)."
-    )
+        "Neither the step nor its arguments belong to {frameworks}, and no framework this kernel knows is imported: "
+        "import the framework first, or name it with %gpumem framework={names}."
+    ).format(frameworks=framework_names(list(adapters.values()), together=False), names="|".join(adapters))
 
 
 def _check(step: object, batch_of: object, sizes: Sequence[int] | None, verify: object) -> list[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Mapping
 
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -11,12 +12,13 @@ from IPython.display import display
 
 from jupyter_gpumem import values
 from jupyter_gpumem.budget.policy import PolicyError, parse
+from jupyter_gpumem.frameworks import ADAPTERS, Adapter
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.kernel.control import Controller, say
 from jupyter_gpumem.kernel.recorder import Recorder, report
 from jupyter_gpumem.kernel.release import release
 from jupyter_gpumem.kernel.stream import Stream
-from jupyter_gpumem.render import free, html
+from jupyter_gpumem.render import framework_names, free, html, list_of
 from jupyter_gpumem.render.explain import explain
 from jupyter_gpumem.render.text import render
 
@@ -47,10 +49,11 @@ Usage:
                           it (from the readings every interval: a shorter peak can be missed) and by
                           the framework's allocator (exact, once it has started)
   %gpumem free            give back what the kernel can without a restart: the last error's traceback
-                          (which keeps its frames' tensors alive), a garbage collection, PyTorch's
-                          cache; and say what came back, as nvidia-smi counts it and by the
-                          allocator. Nothing you still reference is touched. TensorFlow's allocator
-                          never gives memory back: it says what a restart would.
+                          (which keeps its frames' tensors alive), a garbage collection, what the
+                          frameworks' allocators keep cached; and say what came back, as nvidia-smi
+                          counts it and by the allocator. Nothing you still reference is touched. For
+                          an allocator that never gives memory back (TensorFlow's), it says what a
+                          restart would.
   %gpumem reset           forget a policy that has not been applied yet
   %gpumem --help          this text (also: %gpumem help, %gpumem -h)
 
@@ -61,13 +64,12 @@ Settings:
                           what an earlier kernel measured on this GPU model; shown).
   limit=6GiB              the same as an absolute budget per GPU (GiB, MiB, GB or MB).
   growth=on|off           allocate on demand (with a fraction or limit: grow up to it).
-                          TensorFlow and JAX: off takes the pool at start. PyTorch always
-                          allocates on demand: on turns on expandable segments.
+{growth}
   gpus=1 | gpus=0,2 | gpus=GPU-<uuid> | gpus=none
                           the only GPUs this kernel may touch; the others stay free of it.
-  threads=2               CPU threads for TensorFlow and PyTorch (intra-op and inter-op); or
+  threads=2               CPU threads for {threaded} (intra-op and inter-op); or
   intra=4 inter=1         each on its own.
-  framework=auto|tensorflow|pytorch|jax
+  framework=auto|{frameworks}
                           auto (default): the frameworks imported (several share the budget), else
                           the one installed; with several installed, whichever is imported.
   strict=off              the frameworks' raw meaning: cap the allocator pool only.
@@ -89,7 +91,23 @@ in force and changes nothing. Restart the kernel and run %gpumem first.
 Administrators set defaults and ceilings with JUPYTER_GPUMEM_* variables or c.GpumemConfig
 (docs/configuration.md). From code: jupyter_gpumem.take_snapshot() returns the status figures.
 """
-    )
+    ).format(**_framework_lines(ADAPTERS))
+
+
+def _framework_lines(adapters: Mapping[str, type[Adapter]]) -> dict[str, str]:
+    """The help's lines that name frameworks, from the registry: each ``growth`` phrase with the frameworks it is
+    true of, those with CPU thread settings, and framework='s names."""
+    growth: dict[str, list[str]] = {}
+    for adapter in adapters.values():
+        growth.setdefault(adapter.growth, []).append(adapter.name)
+    lines = [
+        _("{frameworks}: {what}.").format(frameworks=list_of(names), what=_(what)) for what, names in growth.items()
+    ]
+    return {
+        "growth": "\n".join(" " * 26 + line for line in lines),
+        "threaded": framework_names([a for a in adapters.values() if a.threads]),  # type: ignore[misc]
+        "frameworks": "|".join(adapters),
+    }
 
 
 CELLS_SHOWN = 20  # the last cells %gpumem cells lists, unless told how many

@@ -98,7 +98,7 @@ _TF_ACCELERATORS = {"DML": "DirectML", "XPU": "XPU"}  # tensorflow-directml, int
 
 @dataclass(frozen=True)
 class OutOfMemory:
-    framework: str  # "TensorFlow", "PyTorch", "JAX"
+    framework: str  # the framework's name for people, as its adapter spells it ("PyTorch")
     error: str  # the exception's class name
     shape: tuple[int, ...] | None = None
     dtype: str | None = None  # as the framework names it ("float")

@@ -20,8 +20,8 @@ def words(value: object) -> str:
 
 
 def framework_names(adapters: Sequence[Framework], together: bool = True) -> str:
-    """The frameworks' names for a sentence in the language in use: "TensorFlow, PyTorch and JAX" (all of them),
-    "TensorFlow or PyTorch" (whichever is imported); "TensorFlow、PyTorch と JAX" in Japanese. Only for people:
+    """The frameworks' names for a sentence in the language in use: "TensorFlow and PyTorch" (all of them),
+    "TensorFlow or PyTorch" (whichever is imported); "TensorFlow と PyTorch" in Japanese. Only for people:
     the overhead cache keys its entries by budget's English ``label``, which no language changes."""
     names = [a.name for a in adapters]
     if len(names) < 2:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.render import history, list_of, viewtext
+from jupyter_gpumem.render.chart import CELLS_OPACITY, CELLS_TOP, LINES
 from jupyter_gpumem.render.text import printable
 from jupyter_gpumem.units import GiB, MiB
 
@@ -36,12 +37,15 @@ class Trace(NamedTuple):
     width: float
 
 
-TRACES = (  # the legend's order and the line styles of the live chart (labextension/src/widgets/figure.ts)
-    Trace("own", "#1976d2", "solid", 2.0),
-    Trace("framework", "#00897b", "dot", 1.5),
-    Trace("others", "#9e9e9e", "solid", 1.5),
-    Trace("budget", "#d32f2f", "dash", 1.5),
-    Trace("total", "#757575", "solid", 1.0),
+TRACES = tuple(  # the legend's order; the line styles are the live chart's (chart.json)
+    Trace(key, colour, *LINES[key])
+    for key, colour in (
+        ("own", "#1976d2"),
+        ("framework", "#00897b"),
+        ("others", "#9e9e9e"),
+        ("budget", "#d32f2f"),
+        ("total", "#757575"),
+    )
 )
 MUTED = "#808080"  # text and grid on a transparent background: readable in light and dark themes
 TIME = "%Y-%m-%d %H:%M:%S"  # a date axis's value in plotly's own form, to the second
@@ -185,7 +189,7 @@ def _cells_in_view(samples: list[Mapping[str, Any]], last: float, x0: float, x1:
 
 
 def _cells(fig: go.Figure, drawn: Plot, top: float) -> None:
-    """Each notebook cell in view as the live chart draws them (widgets/figure.ts): one trace, a line along the
+    """Each notebook cell in view as the live chart draws them (chart/figure.ts): one trace, a line along the
     top whose hover names the cell at each sample time it spans, and its area a band behind the lines."""
     from plotly.colors import hex_to_rgb
 
@@ -198,9 +202,9 @@ def _cells(fig: go.Figure, drawn: Plot, top: float) -> None:
         names += [*(name for _ in span), None]
     if xs:
         fig.add_scatter(
-            x=xs, y=[None if x is None else top * 0.985 for x in xs], mode="lines", name="cells", showlegend=False,
+            x=xs, y=[None if x is None else top * CELLS_TOP for x in xs], mode="lines", name="cells", showlegend=False,
             hovertext=names, hovertemplate="%{hovertext}<extra></extra>", line={"color": MUTED, "width": 3},
-            fill="tozeroy", fillcolor=f"rgba{(*hex_to_rgb(TRACES[0].colour), 0.06)}",  # this kernel's, as faint as live
+            fill="tozeroy", fillcolor=f"rgba{(*hex_to_rgb(TRACES[0].colour), CELLS_OPACITY)}",  # this kernel's, as live
         )  # fmt: skip
 
 
@@ -284,7 +288,7 @@ def _layout(gpu: Mapping[str, Any] | None, subtitle: str) -> dict[str, object]:
 
 def _plain(text: str) -> str:
     """Text from the kernel for plotly, which reads tags in titles and hovers (and follows links): escaped, so a
-    reason or a GPU name holding "<b>" or "<a href=...>" stays as written (widgets/figure.ts hoverText does the
+    reason or a GPU name holding "<b>" or "<a href=...>" stays as written (chart/figure.ts hoverText does the
     same)."""
     return html.escape(text, quote=False)
 

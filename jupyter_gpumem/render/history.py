@@ -1,6 +1,6 @@
 """A kernel's figures per GPU over a window, as the chart draws them: the same series, over-budget marks,
-ranges and decimation as the sidebar's chart (labextension/src/model/history.ts and widgets/figure.ts), for the plotly
-figure (figure.py).
+ranges and decimation as the sidebar's chart (labextension/src/model/history.ts and chart/), with its thresholds
+(chart.json), for the plotly figure (figure.py).
 
 Samples arrive as the protocol encodes them (protocol.encode_sample, or figures_only in the history).
 Numbers only, NaN where a figure was N/A (a gap, never 0). Decimation keeps each bucket's largest value,
@@ -15,14 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jupyter_gpumem.render.chart import BUCKETS_S, HEADROOM, MIN_SPAN_S, MIN_TOP_BYTES, OVER_ENDS_BELOW
 from jupyter_gpumem.render.viewtext import gpu_key
-from jupyter_gpumem.units import MiB
 
 FIELDS = ("own", "framework", "others", "total", "budget")
-OVER_ENDS_BELOW = 0.95  # an over-budget episode ends below this share of the budget (model/history.ts, alerts.py)
-MIN_SPAN_S = 120.0  # the shortest x range: a 20-second ramp gets a sixth of the width (widgets/figure.ts)
-HEADROOM = 1.08
-BUCKETS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
 
 
 @dataclass(frozen=True)
@@ -100,7 +96,7 @@ def of_samples(samples: Iterable[Mapping[str, Any]]) -> History:
 
 
 def bucket_s(span_s: float, points: int) -> float:
-    """At most ``points`` buckets over ``span_s``, from a short ladder of sizes (widgets/figure.ts bucketMs)."""
+    """At most ``points`` buckets over ``span_s``, from a short ladder of sizes (chart/range.ts bucketMs)."""
     wanted = span_s / max(1, points)
     for size in BUCKETS_S:
         if size >= wanted:
@@ -137,11 +133,11 @@ def peak(values: Iterable[float]) -> float:
 
 def y_top(values: Mapping[str, list[float]]) -> float:
     """Up to the larger of this kernel's peak (or its framework's) and its budget, with headroom; only when
-    this kernel holds nothing and has no budget do the others set it; never the device total (widgets/figure.ts)."""
+    this kernel holds nothing and has no budget do the others set it; never the device total (chart/scale.ts)."""
     top = max(peak(values["own"]), peak(values["framework"]), peak(values["budget"]))
     if top <= 0:
         top = peak(values["others"])
-    return max(top * HEADROOM, 256 * MiB)
+    return max(top * HEADROOM, MIN_TOP_BYTES)
 
 
 def x_range(t: list[float], window_s: float) -> tuple[float, float]:

@@ -13,6 +13,7 @@ from jupyter_gpumem.budget.plan import Ceiling, Plan
 from jupyter_gpumem.budget.policy import Policy
 from jupyter_gpumem.budget.reading import Reading
 from jupyter_gpumem.budget.state import State
+from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.gpu.model import Device, Snapshot
 from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.i18n import gettext as _
@@ -109,9 +110,9 @@ def recorded(state: State, source: str, installed: bool) -> list[str]:
         ).format(framework=adapters[0].name)
     else:
         when = _(
-            "No supported framework (TensorFlow, PyTorch, JAX) is not installed in this kernel's environment; the "
-            "GPU selection (CUDA_VISIBLE_DEVICES) holds for whatever starts CUDA next."
-        )
+            "None of the frameworks jupyter-gpumem supports ({frameworks}) is installed in this kernel's environment; "
+            "the GPU selection (CUDA_VISIBLE_DEVICES) holds for whatever starts CUDA next."
+        ).format(frameworks=list_of([adapter.name for adapter in ADAPTERS.values()]))
     plan = state.plan
     if plan is None:
         return []

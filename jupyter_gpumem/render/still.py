@@ -21,6 +21,7 @@ from typing import Any
 
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.render import list_of, viewtext
+from jupyter_gpumem.render.chart import CELLS_OPACITY
 from jupyter_gpumem.render.figure import MUTED, TRACES, Plot, Trace, plot
 from jupyter_gpumem.render.width import columns
 
@@ -131,7 +132,8 @@ def _cells(scale: _Scale, drawn: Plot) -> list[str]:
         parts.append(
             f"<g><title>{escape(cell.name)}</title>"
             f'<rect x="{x0:.0f}" y="{TOP}" width="{width:.0f}" height="{scale.bottom - TOP}" fill="{TRACES[0].colour}" '
-            f'fill-opacity="0.06"/><path d="M{x0:.0f},{TOP + 1.5}h{width:.0f}" stroke="{MUTED}" stroke-width="3"/></g>'
+            f'fill-opacity="{CELLS_OPACITY:g}"/>'
+            f'<path d="M{x0:.0f},{TOP + 1.5}h{width:.0f}" stroke="{MUTED}" stroke-width="3"/></g>'
         )
     return parts
 

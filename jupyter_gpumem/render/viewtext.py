@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from jupyter_gpumem.budget.privacy import from_sample
@@ -28,6 +28,7 @@ from jupyter_gpumem.units import (
     whole_mib,
 )
 from jupyter_gpumem.wire.comm import Sample, SampleGpu
+from jupyter_gpumem.wire.generated.gpu_lines import GPU_LINES, GpuLineFormat
 from jupyter_gpumem.words import Said, word_wire
 
 
@@ -152,8 +153,8 @@ def budget_note(gpu: SampleGpu, sample: Sample) -> str | None:
 
 
 def limit_lines(gpu: SampleGpu, sample: Sample) -> str | None:
-    """What holds this kernel on the GPU, the memory the driver lists under no process, and the kernel's note
-    on its limits: one line each."""
+    """What holds this kernel on the GPU, what a shared GPU adds, the lines its schema declares (the memory the
+    driver lists under no process…), and the kernel's note on its limits: one line each."""
     lines = []
     if not gpu["lost"]:
         kind = gpu.get("limit_kind")
@@ -164,16 +165,26 @@ def limit_lines(gpu: SampleGpu, sample: Sample) -> str | None:
         elif kind == "cooperative" and gpu.get("budget_bytes") is not None:
             lines.append(_("Cooperative limit (%gpumem): code that bypasses it is not held"))
         lines.extend(printable(line.words()) for line in shape_lines(gpu))
-        if gpu.get("unlisted_bytes") is not None:
-            lines.append(
-                _("Not listed: {unlisted} the driver uses for processes it hides (other containers’)").format(
-                    unlisted=format_gib_or_mib(gpu["unlisted_bytes"])
-                )
-            )
+        lines.extend(declared_lines(gpu))
     note = said(sample.get("limit_note"), sample.get("limit_note_said"))
     if note:
         lines.append(printable(note))
     return "\n".join(lines) or None
+
+
+# How a declared line's figure is worded, by the name its ``x-line`` gives (format/panel.ts LINE_FORMATS).
+LINE_FORMATS: dict[GpuLineFormat, Callable[[int], str]] = {"gib_or_mib": format_gib_or_mib}
+
+
+def declared_lines(gpu: SampleGpu) -> list[str]:
+    """Each line the schema declares on a SampleGpu field (``x-line``, generated into GPU_LINES) whose figure is
+    known, in the schema's order: its words in the language in use, the figure in place of %1 (format/panel.ts
+    declaredLines)."""
+    return [
+        lab(line.words, LINE_FORMATS[line.format](value))
+        for line in GPU_LINES
+        if (value := gpu.get(line.field)) is not None
+    ]
 
 
 def shape_lines(gpu: SampleGpu) -> list[Said]:

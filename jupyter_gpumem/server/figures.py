@@ -5,8 +5,11 @@ process holds, as nvidia-smi counts it. The kernel manager says which processes 
 for each, and the processes the watcher found under that pid in the process table (``KernelSource.processes``).
 Each kernel's report (publish.py) says its budget, policy, framework and allocator figures; the PID it claims
 is never taken for the kernel's (any process of the user can write a report). The
-metrics and the JSON API only render a Figures; they never read or decide anything themselves. Its fields are
-named as the API's body names them (wire/schemas/api.v1.json), which the API's encoder follows (server.handlers).
+metrics and the JSON API only render a Figures; they never read or decide anything themselves. Each class holds every
+field of its shape in the API's body (the types generated from wire/schemas/api.v1.json: ServerBody, ServerGpu,
+ServerKernel, KernelGpu), by the same name and of the generated type, and what the metrics need besides; the API's
+encoder (server.handlers) takes each field from it and raises on one it lacks, and tests/wire/test_server_body.py
+holds every class to its shape, so a field added to the schema fails there until a figure computes it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 The body is encoded on the extension's thread, once per reading; the handler only writes the latest. The encoder
 follows the types generated from the schema (wire/generated/api_v1.py): each field of a type is the figure's
-attribute of that name, so a field added to the schema and to the figures needs nothing here.
+attribute of that name, so a field added to the schema and to the figures needs nothing here. A field the figures do
+not hold is a programming error, raised at once, never a field left out of the body
+(tests/wire/test_server_body.py checks every field of every shape against the figures' classes).
 """
 
 from __future__ import annotations
@@ -22,26 +24,32 @@ from jupyter_gpumem._version import __version__
 from jupyter_gpumem.server.figures import Figures
 from jupyter_gpumem.wire.api import PATH, VERSION, ServerBody
 
-__all__ = ["PATH", "GpumemHandler", "encode"]
+__all__ = ["PATH", "GpumemHandler", "encode", "given"]
 
 
 def encode(figures: Figures, interval_s: float) -> bytes:
     """The JSON body for the Figures (wire/schemas/api.v1.json)."""
-    body = _fields(ServerBody, figures, version=VERSION, package_version=__version__, interval_s=interval_s)
+    body = _fields(ServerBody, figures, **given(interval_s))
     if figures.stalled_since is None:
         del body["stalled_since"]  # absent while the driver answers, as before the field was added
     return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()  # NaN is not JSON: fail, never emit it
 
 
+def given(interval_s: float) -> dict[str, object]:
+    """The body's fields that are no figure's: what the server says of itself."""
+    return {"version": VERSION, "package_version": __version__, "interval_s": interval_s}
+
+
 def _fields(shape: type, source: object, **given: object) -> dict[str, Any]:
     """``source`` as the generated TypedDict ``shape``: each field the source's attribute of that name (its key, where
-    it is already wire data), or ``given``. A field added after the first release (NotRequired) that the source does
-    not hold is left out: its absence means its default, as a reader of any release knows (docs/protocol.md,
-    "Versioning and releases mixing")."""
+    it is already wire data), or ``given``. A field the source does not hold raises TypeError: the schema names a
+    field that nothing computes, which a test finds before a body goes out without it."""
+    missing = [name for name in _hints(shape) if name not in given and not _has(source, name)]
+    if missing:
+        raise TypeError(f"{type(source).__name__} holds no {', '.join(missing)} for the schema's {shape.__name__}")
     return {
         name: given[name] if name in given else _value(_get(source, name), hint)
-        for name, (hint, required) in _hints(shape).items()
-        if required or name in given or _has(source, name)
+        for name, (hint, _required) in _hints(shape).items()
     }
 
 

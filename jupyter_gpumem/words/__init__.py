@@ -25,6 +25,7 @@ import json
 import re
 import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime, tzinfo
 from functools import cache
 from pathlib import Path
 from typing import Any, Union
@@ -96,38 +97,47 @@ def catalogue(language: str | None = None) -> Mapping[str, str]:
     return CATALOGUE if language == i18n.ENGLISH else _translated(language)
 
 
-def word(code: str, values: Mapping[str, Any], catalogue: Mapping[str, str] | None = None) -> str:
-    """The words of ``code`` with ``values``, as a catalogue has them (None: the language in use's). A value a
-    template names and the values leave out is a programming error (KeyError); tests/words checks every producer
-    sends them."""
+def word(
+    code: str, values: Mapping[str, Any], catalogue: Mapping[str, str] | None = None, zone: tzinfo | None = None
+) -> str:
+    """The words of ``code`` with ``values``, as a catalogue has them (None: the language in use's), times of day
+    in ``zone`` (None: this machine's). A value a template names and the values leave out is a programming error
+    (KeyError); tests/words checks every producer sends them."""
     catalogue = _catalogue(catalogue)
 
     def one(match: re.Match[str]) -> str:
         name, spec = match.group(1), match.group(2)
-        return _format(name, values[name], spec, values, catalogue)
+        return _format(name, values[name], spec, values, catalogue, zone)
 
     return PLACEHOLDER.sub(one, catalogue[code])
 
 
-def word_wire(said: Mapping[str, Any], catalogue: Mapping[str, str] | None = None) -> str:
+def word_wire(said: Mapping[str, Any], catalogue: Mapping[str, str] | None = None, zone: tzinfo | None = None) -> str:
     """The words of a code and its values as they came off the wire (``wire()``'s shape)."""
-    return word(said["code"], said.get("values") or {}, catalogue)
+    return word(said["code"], said.get("values") or {}, catalogue, zone)
 
 
 def _catalogue(given: Mapping[str, str] | None) -> Mapping[str, str]:
     return catalogue() if given is None else given
 
 
-def _format(name: str, value: Any, spec: str | None, values: Mapping[str, Any], catalogue: Mapping[str, str]) -> str:
+def _format(
+    name: str,
+    value: Any,
+    spec: str | None,
+    values: Mapping[str, Any],
+    catalogue: Mapping[str, str],
+    zone: tzinfo | None = None,
+) -> str:
     if isinstance(value, Mapping):
-        return word_wire(value, catalogue)
+        return word_wire(value, catalogue, zone)
     if isinstance(value, Said):  # its str is English: worded again in this catalogue's language
-        return word(value.code, value.values, catalogue)
+        return word(value.code, value.values, catalogue, zone)
     if isinstance(value, str):  # data
         return value
     if isinstance(value, list | tuple):
         assert spec in JOINS, f"{name}: a list needs a join ({', '.join(JOINS)})"
-        return catalogue[f"join_{spec}"].join(_format(name, v, None, values, catalogue) for v in value)
+        return catalogue[f"join_{spec}"].join(_format(name, v, None, values, catalogue, zone) for v in value)
     if spec == "size":
         return format_gib_or_mib(value)
     if not isinstance(value, int | float) or isinstance(value, bool):
@@ -136,7 +146,7 @@ def _format(name: str, value: Any, spec: str | None, values: Mapping[str, Any], 
         # The sidebar cannot word it either (format/words.ts): it would show the sentence instead.
         raise TypeError(f"{name}: {value!r} has no words (a number, a string, a code or a list of these)")
     if spec == "clock":
-        return clock(value, values.get("now"))
+        return clock(value, values.get("now"), zone)
     if spec == "mib" or name.endswith("_bytes"):
         return format_mib(value)
     if name.endswith("_s"):
@@ -145,6 +155,8 @@ def _format(name: str, value: Any, spec: str | None, values: Mapping[str, Any], 
     return f"{value:g}" if isinstance(value, float) and not value.is_integer() else str(round(value))
 
 
-def clock(t: float, now: float | None = None) -> str:
-    """A local time of day: "14:05", with seconds when less than a minute from ``now`` (always without one)."""
-    return time.strftime("%H:%M" if now is not None and t - now >= 60 else "%H:%M:%S", time.localtime(t))
+def clock(t: float, now: float | None = None, zone: tzinfo | None = None) -> str:
+    """A time of day in ``zone`` (None: this machine's): "14:05", with seconds when less than a minute from ``now``
+    (always without one)."""
+    shape = "%H:%M" if now is not None and t - now >= 60 else "%H:%M:%S"
+    return time.strftime(shape, time.localtime(t)) if zone is None else datetime.fromtimestamp(t, zone).strftime(shape)

@@ -3,8 +3,9 @@
 // by the TypeScript compiler (babel's JavaScript extractor misses calls nested in other calls' arguments).
 // A message must be a string literal, so the catalogue can hold it: any other argument is an error, except
 // the call that translates a catalogue code's template (format/words.ts), whose messages come from
-// jupyter_gpumem/words/en.json instead, and the one that translates a settings schema's strings
-// (format/settings.ts), whose messages come from labextension/schema/*.json.
+// jupyter_gpumem/words/en.json instead, the one that translates a settings schema's strings
+// (format/settings.ts), whose messages come from labextension/schema/*.json, and the one that words a GPU
+// line the wire schema declares (format/panel.ts), whose messages come from its `x-line`s.
 //
 //   node labextension/scripts/i18n-extract.mjs OUT.json [SOURCE_DIR]
 //
@@ -33,7 +34,9 @@ const CALLS = {
 // jupyter_gpumem/words/en.json) and a settings schema's string (format/settings.ts, from labextension/schema/*.json).
 const FROM_ELSEWHERE = {
   'labextension/src/format/words.ts': /^catalogue\[\w+\]$/,
-  'labextension/src/format/settings.ts': /^schemaText$/
+  'labextension/src/format/settings.ts': /^schemaText$/,
+  // A GPU line the wire schema declares (x-line, jupyter_gpumem/wire/schemas/comm.v1.json).
+  'labextension/src/format/panel.ts': /^line\.words$/
 };
 
 function files(dir) {

@@ -176,7 +176,7 @@ def test_the_admin_page_lists_users_and_a_non_admin_is_refused(scene: Scene) -> 
     status, page = http(f"{scene.hub.url}/services/gpumem/", ADMIN_TOKEN)
     assert status == 200
     # The page renders the JSON (tests/hub/test_page.py drives it in chromium); the JSON has both users.
-    assert "<title>GPU memory by user</title>" in page.decode() and 'fetch("api/rows"' in page.decode()
+    assert "<title>GPU memory by user</title>" in page.decode() and 'fetch("api/rows?"' in page.decode()
     summary = json.loads(http(f"{scene.hub.url}/services/gpumem/api/rows", ADMIN_TOKEN)[1])["summary"]
     assert [u["user"] for u in summary["users"]["top"]] == [STAFF, STUDENT]
     assert [k["user"] for k in summary["over_budget"]["top"]] == [STUDENT]

@@ -1,6 +1,7 @@
 """The admin page's counts in Debian's chromium: one message per count, its form chosen by the count and the page's
-language (page_words.PLURALS, page.html ``tn``): "1 user" and "2 users" in English, the catalogue's one form in
-Japanese and Chinese. The served page is rendered with a summary as the service builds it."""
+language (page_words.PLURALS, worded by the service through its catalogue's plural rule): "1 user" and "2 users" in
+English, the catalogue's one form in Japanese and Chinese. The served page renders the cards the service words from a
+summary as it builds it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser
 
+from jupyter_gpumem.hub.page_words import Words, cards
 from jupyter_gpumem.hub.service import page
 from jupyter_gpumem.hub.summary import summary
 
@@ -34,7 +36,7 @@ def counts(browser: Browser, language: str, users: int, gpus: int, total: bool =
     try:
         tab.route("**/*", lambda route: route.abort())  # the page polls its service: there is none here
         tab.set_content(page(language).decode())
-        tab.evaluate(f"renderSummary({json.dumps(shown)})")
+        tab.evaluate(f"renderSummary({json.dumps(cards(Words(language), shown))})")
         big = tab.locator("#summary .big").all_text_contents()
         return big[0], big[3]
     finally:

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.request
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from fleet import ADMIN_TOKEN
@@ -18,7 +21,7 @@ from hub_fixtures import Fleet, running_fleet
 from jupyter_gpumem import i18n
 from jupyter_gpumem.hub import page_words
 from jupyter_gpumem.hub.language import choose
-from jupyter_gpumem.hub.service import PAGE_TEMPLATE, page
+from jupyter_gpumem.hub.service import PAGE_MESSAGE, PAGE_TEMPLATE, page
 from jupyter_gpumem.i18n import extract
 from jupyter_gpumem.words import CATALOGUE, catalogue, word_wire
 
@@ -89,45 +92,38 @@ def test_a_malformed_language_is_passed_over_for_the_next() -> None:
 
 
 def test_every_word_the_page_shows_is_a_message_the_extractor_finds() -> None:
-    text = PAGE_HTML.read_text(encoding="utf-8")
-    in_script = set(re.findall(r'\bt\("((?:[^"\\]|\\.)*)"', text))
-    in_html = set(re.findall(r"\{\{([^{}]+)\}\}", text)) - {"lang"}
-    assert in_script | in_html == set(page_words.MESSAGES)
-    counts = set(re.findall(r'\btn\("((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"', text))
-    assert counts == set(page_words.PLURALS)
+    in_html = set(PAGE_MESSAGE.findall(PAGE_HTML.read_text(encoding="utf-8"))) - {"lang"}
+    assert in_html <= set(page_words.MESSAGES)
+    # Every other message is worded by page_words itself (a column's title, or named where it is worded).
+    source = Path(page_words.__file__).read_text(encoding="utf-8")
+    titles = {c.title for c in page_words.COLUMNS}
+    unused = [m for m in page_words.MESSAGES if m not in in_html | titles and source.count(json.dumps(m)) < 2]
+    assert unused == []
     found = {msgid for (file, _), msgid, _ in extract.python() if file == "jupyter_gpumem/hub/page_words.py"}
     assert found == set(page_words.MESSAGES) | set(page_words.PLURALS)
 
 
-def inlined(html: str, name: str) -> dict[str, str]:
-    match = re.search(rf"const {name} = (\{{.*?\}});\n", html)
-    assert match, name
-    value: dict[str, str] = json.loads(match.group(1).replace("<\\/", "</"))
-    return value
-
-
-def test_the_japanese_page_carries_japanese_words_and_english_where_none_yet() -> None:
+def test_the_japanese_page_carries_japanese_words_and_one_script_for_every_language() -> None:
     html = page("ja_JP").decode()
-    assert '<html lang="ja-JP">' in html
-    assert inlined(html, "CATALOGUE") == catalogue("ja_JP") != CATALOGUE  # some code is translated already
     ja = i18n.translation("ja_JP")
-    assert inlined(html, "WORDS") == {m: ja.gettext(m) for m in page_words.MESSAGES if ja.gettext(m) != m}
-    assert inlined(html, "PLURALS") == {
-        "rule": "nplurals=1;plural=0;",
-        "forms": {s: [ja.ngettext(s, p, 1)] for s, p in page_words.PLURALS},
-    }
+    assert '<html lang="ja-JP">' in html
     assert f"<title>{ja.gettext('GPU memory by user')}</title>" in html
     assert f'placeholder="{ja.gettext("Filter: user, server, kernel, problem")}"' in html
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", html)
+    assert headers == [ja.gettext(c.title) for c in page_words.COLUMNS] != [c.title for c in page_words.COLUMNS]
+    refused = ja.gettext("The service answered {status}; reload the page to log in again.")
+    assert page_words.slots(refused) in html and '<span data-slot="status"></span>' in page_words.slots(refused)
+    # The script is the template's, as it is, in every language: nothing is inlined into it to word with.
+    for language in ("en", *i18n.available()):
+        assert page(language).decode().split("<script>")[1] == PAGE_TEMPLATE.split("<script>")[1]
 
 
-def test_the_english_page_is_the_template_with_the_english_catalogue_and_no_words() -> None:
+def test_the_english_page_is_the_template_with_its_english_words() -> None:
     html = page("en").decode()
-    assert '<html lang="en">' in html and "<title>GPU memory by user</title>" in html and "{{" not in html
-    assert inlined(html, "CATALOGUE") == CATALOGUE and inlined(html, "WORDS") == inlined(html, "PLURALS") == {}
-    # The words outside the script are the template's own: the page as it was before it had languages.
-    assert html.split("<script>")[0] == PAGE_TEMPLATE.split("<script>")[0].replace("{{lang}}", "en").replace(
-        "{{", ""
-    ).replace("}}", "")
+    assert '<html lang="en">' in html and "<title>GPU memory by user</title>" in html
+    assert "{{" not in html and "<!--COLUMNS-->" not in html
+    assert re.findall(r"<th[^>]*>([^<]*)</th>", html) == [c.title for c in page_words.COLUMNS]
+    assert '<th data-key="used_bytes" class="n" aria-sort="descending" title="Used">Used</th>' in html
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +155,37 @@ def test_the_service_serves_the_page_in_the_browsers_language(fleet: Fleet) -> N
 def test_the_json_stays_english_whatever_the_browsers_language(fleet: Fleet) -> None:
     body, headers = served(fleet.service + "api/rows", "ja,en-US;q=0.9")
     assert "Vary" not in headers
-    said = [r for r in json.loads(body)["rows"] if r["problem_said"]]
+    data = json.loads(body)
+    said = [r for r in data["rows"] if r["problem_said"]]
     assert said  # the server without jupyter-gpumem
-    for row in said:  # the sentence beside the code: English, whatever the page reads
-        assert row["problem"] == word_wire(row["problem_said"], CATALOGUE)
+    for row in said:  # the sentence beside the code, and the note the page would show: English
+        assert row["problem"] == word_wire(row["problem_said"], CATALOGUE) == row["shown"]["cells"][-1]
+    assert data["language"] == "en" and data["state"].startswith(("Read at", "Not read yet."))
+
+
+def in_zone(t: float, minutes: int) -> str:
+    return datetime.fromtimestamp(t, timezone(timedelta(minutes=minutes))).strftime("%H:%M:%S")
+
+
+def test_the_json_the_page_asks_for_is_worded_in_its_language_at_its_browsers_offset(fleet: Fleet) -> None:
+    rows = fleet.service + "api/rows?language={}&utc_offset_min={}"
+    for _ in range(30):  # until the service has read the servers once
+        data = json.loads(served(rows.format("ja-JP", 540), None)[0])
+        if data["t"] is not None:
+            break
+        time.sleep(0.5)
+    assert data["language"] == "ja_JP"
+    assert data["state"].startswith(f"{in_zone(data['t'], 540)} に読み取り:"), data["state"]
+    [row] = [r for r in data["rows"] if r["problem_said"]]
+    assert row["shown"]["cells"][-1] == word_wire(row["problem_said"], catalogue("ja_JP")) != row["problem"]
+    assert row["shown"]["cells"][1] == i18n.translation("ja_JP").gettext("(default)")
+    # The Limit column says the limit's kind in the page's language, never its code.
+    limits = {r["shown"]["cells"][8] for r in data["rows"] if r["limit_kind"] == "cooperative"}
+    assert limits == {i18n.translation("ja_JP").gettext("cooperative")} != {"cooperative"}, limits
+    chinese = json.loads(served(rows.format("zh-Hans-CN", -300), None)[0])
+    assert chinese["language"] == "zh_CN" and in_zone(chinese["t"], -300) in chinese["state"]
+    # Whatever else a request says: English, and this machine's time for an offset no zone has.
+    for language, offset in (("xx-@@", "abc"), ("zh-TW", "541"), ("<b>", "99999")):
+        other = json.loads(served(rows.format(quote(language), offset), None)[0])
+        clock = time.strftime("%H:%M:%S", time.localtime(other["t"]))
+        assert other["language"] == "en" and other["state"].startswith(f"Read at {clock}"), other["state"]

@@ -22,6 +22,7 @@ from jupyter_gpumem.budget.overhead import Overhead
 from jupyter_gpumem.budget.plan import make_plan
 from jupyter_gpumem.budget.policy import PolicyError, parse
 from jupyter_gpumem.budget.privacy import this_user
+from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.gpu.model import GpuProcess, Snapshot
 from jupyter_gpumem.kernel import protocol, runtime
 from jupyter_gpumem.kernel.importhook import ImportWatch
@@ -410,7 +411,7 @@ def test_the_kernels_one_controller_is_made_once_from_the_shells_configuration(m
     try:
         assert runtime.runtime().control is made  # %gpumem, the sampler and the sidebar share it
         assert made.problems[0].startswith("c.GpumemConfig.colour in the IPython configuration was ignored")
-        assert list(made.adapters) == ["tensorflow", "pytorch", "jax"]  # every supported framework
+        assert list(made.adapters) == list(ADAPTERS)  # every supported framework
         assert made._referenced("tensorflow")  # no notebook here: every imported framework counts
     finally:
         made.close()
@@ -673,7 +674,7 @@ def test_the_overhead_cache_is_found_and_written_under_one_key_whatever_language
     assert lines[0].startswith("jupyter-gpumem: fraction=0.5 を TensorFlow と PyTorch に適用しました")
     (gpu,) = control.state.plan.gpus
     assert (gpu.overhead.source, gpu.overhead.bytes) == ("remembered", 777 * MiB)
-    for tag in ("zh-CN", "en", "ja-JP"):
+    for tag in ("en", *(language.replace("_", "-") for language in i18n.available()), "ja-JP"):
         i18n.use_language(tag)
         overhead = control.read(machine()).breakdowns[GPU_A].overhead
         assert (tag, overhead.source, overhead.bytes) == (tag, "remembered", 777 * MiB)

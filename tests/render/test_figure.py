@@ -48,7 +48,7 @@ def test_the_traces_are_the_live_charts_in_its_order_and_words() -> None:
     assert names(fig) == [name for _, name in TRACES["traces"]]
     own = fig.data[0]
     assert own.line.color == "#1976d2" and own.fill == "tozeroy"
-    assert [trace.line.dash for trace in fig.data] == ["solid", "dot", "solid", "dash", "solid"]  # figure.ts's
+    assert [trace.line.dash for trace in fig.data] == ["solid", "dot", "solid", "dash", "solid"]  # chart.json's
     assert fig.layout.hovermode == "x unified" and fig.layout.xaxis.hoverformat == "%H:%M:%S"
 
 

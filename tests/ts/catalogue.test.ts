@@ -2,12 +2,18 @@
 // labextension): the kernel sends the catalogue JupyterLab would serve, and the view words from it as JupyterLab's
 // own Gettext does with it; anything that is not such a catalogue words in English, without an error.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { catalogueTrans, nullTrans } from '../../labextension/src/format/trans';
-import { bundle, catalogue } from './fixtures';
+import {
+  catalogueTrans,
+  nullTrans,
+  pluralRule
+} from '../../labextension/src/format/trans';
+import { bundle, bundleOf, catalogue, languages } from './fixtures';
 
-for (const locale of ['ja_JP', 'zh_CN']) {
+for (const locale of languages()) {
   test(`every message of the ${locale} catalogue is worded as JupyterLab's Gettext words it`, () => {
     const data = catalogue(locale);
     const ours = catalogueTrans(data)!;
@@ -88,7 +94,7 @@ test('anything that is not a catalogue of this domain is no bundle, and a bad en
   }
   assert.equal(odd._n('%1 process', '%1 processes', 3), '3 processes');
   assert.equal(odd.__('constructor'), 'constructor'); // an Object property is no translation
-  // A plural rule the table does not know: its plurals in English, its other words translated.
+  // A rule of three forms, read from the header as any other: Polish.
   const polish = catalogueTrans({
     '': {
       ...header,
@@ -99,5 +105,59 @@ test('anything that is not a catalogue of this domain is no bundle, and a bad en
     '%1 process': ['%1 proces', '%1 procesy', '%1 procesów']
   })!;
   assert.equal(polish.__('Stop'), 'Zatrzymaj');
-  assert.equal(polish._n('%1 process', '%1 processes', 5), '5 processes');
+  assert.deepEqual(
+    [1, 2, 5, 22, 25].map(n => polish._n('%1 process', '%1 processes', n)),
+    ['1 proces', '2 procesy', '5 procesów', '22 procesy', '25 procesów']
+  );
+});
+
+// Every plural rule gettext writes for a language CLDR knows (babel's, tests/fixtures/plural_rules.json): a new
+// language's catalogue words its plurals with no change here.
+const PLURAL_RULES: string[] = JSON.parse(
+  readFileSync(
+    join(process.cwd(), 'tests', 'fixtures', 'plural_rules.json'),
+    'utf8'
+  )
+);
+
+test("every language's plural rule picks the form JupyterLab's Gettext picks", () => {
+  assert.ok(PLURAL_RULES.length > 20);
+  const counts = [...Array(1200).keys(), 1e4, 100001, 1e5, 1e6, 2e6 + 21];
+  for (const rule of PLURAL_RULES) {
+    const nplurals = Number(/nplurals\s*=\s*(\d+)/.exec(rule)![1]);
+    const forms = [...Array(Math.max(nplurals, 2)).keys()].map(
+      i => `form ${i} %1`
+    );
+    const data = {
+      '': { domain: 'jupyter_gpumem', language: 'xx', plural_forms: rule },
+      '%1 cat': forms
+    };
+    const ours = catalogueTrans(data)!;
+    const lab = bundleOf(data, 'xx');
+    assert.ok(pluralRule(rule), rule);
+    for (const n of counts) {
+      assert.equal(
+        ours._n('%1 cat', '%1 cats', n),
+        lab._n('%1 cat', '%1 cats', n),
+        `${rule} n=${n}`
+      );
+    }
+  }
+});
+
+test("a plural rule that is not gettext's reads English, never an error", () => {
+  for (const bad of [
+    '',
+    'nplurals=2;',
+    'nplurals=2; plural=(n != 1',
+    'plural=n ? : 1;',
+    'plural=alert(1);'
+  ]) {
+    assert.equal(pluralRule(bad), undefined, bad);
+    const odd = catalogueTrans({
+      '': { domain: 'jupyter_gpumem', plural_forms: bad },
+      '%1 cat': ['form 0 %1', 'form 1 %1']
+    })!;
+    assert.equal(odd._n('%1 cat', '%1 cats', 2), '2 cats');
+  }
 });

@@ -63,6 +63,17 @@ export const bracketed = {
   }
 };
 
+/** The languages, one folder each under jupyter_gpumem/locale/ ("ja_JP", "zh_CN"): read as i18n/build.py's
+ * languages() reads them, never listed by hand. */
+export function languages(): string[] {
+  const dir = join(process.cwd(), 'jupyter_gpumem', 'locale');
+  return readdirSync(dir)
+    .filter(
+      name => statSync(join(dir, name)).isDirectory() && !/^[._]/.test(name)
+    )
+    .sort();
+}
+
 /** The built catalogue JupyterLab serves for `locale` ("ja_JP"): jupyter_gpumem/locale/<locale>/LC_MESSAGES/
  * jupyter_gpumem.json, rebuilt from its .po first when missing or older (`jlpm build:i18n`), as tests/conftest.py
  * does for the Python side. */
@@ -125,7 +136,15 @@ function jupyterLabGettext(): new (
 /** The bundle the sidebar gets in JupyterLab set to `locale` ("ja_JP"): what TranslationManager.load does with the
  * domain's JSON (manager.js: a Gettext of the domain and locale, the header's plural_forms as pluralForms). */
 export function bundle(locale: string, domain = 'jupyter_gpumem'): Trans {
-  const data = catalogue(locale);
+  return bundleOf(catalogue(locale), locale, domain);
+}
+
+/** The same for any catalogue `data` in that JSON shape. */
+export function bundleOf(
+  data: Record<string, unknown>,
+  locale: string,
+  domain = 'jupyter_gpumem'
+): Trans {
   const metadata = data[''] as Record<string, unknown>;
   const Gettext = jupyterLabGettext();
   const gettext = new Gettext({ domain, locale, stringsPrefix: '' });

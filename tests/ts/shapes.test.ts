@@ -21,12 +21,9 @@ import { History } from '../../labextension/src/model/history';
 import { readSeries } from '../../labextension/src/model/saved';
 import { parseMessage } from '../../labextension/src/wire/protocol';
 import type { Sample, SampleMessage } from '../../labextension/src/wire/types';
-import {
-  IColours,
-  bindingLimit,
-  figure,
-  yScale
-} from '../../labextension/src/widgets/figure';
+import { figure } from '../../labextension/src/chart/figure';
+import { bindingLimit, yScale } from '../../labextension/src/chart/scale';
+import { COLOURS } from './chart-fixtures';
 import { bracketed, fixture, trans } from './fixtures';
 
 const MiB = 1024 ** 2;
@@ -314,19 +311,6 @@ test('each new line is its code’s template through the bundle, in the code’s
 });
 
 // The chart.
-
-const COLOURS: IColours = {
-  own: '#1976d2',
-  framework: '#388e3c',
-  others: '#9e9e9e',
-  budget: '#d32f2f',
-  driverLimit: '#f57c00',
-  total: '#616161',
-  text: '#616161',
-  grid: '#e0e0e0',
-  background: '#ffffff',
-  font: 'sans-serif'
-};
 
 /** A minute of samples, one a second, of S1's GPU 1 as `gpu` has it; its series. */
 function minute(gpu: RawGpu) {

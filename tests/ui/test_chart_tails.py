@@ -1,5 +1,5 @@
 """The chart with an hour of history, live: plotly's traces hold the settled buckets and each line's newest
-part is the chart's own SVG path in plotly's plot layer (chart.ts, figure.ts's `tailPaths`). Checked against
+part is the chart's own SVG path in plotly's plot layer (chart.ts, chart/tails.ts's `tailPaths`). Checked against
 plotly's own drawing on the page: the paths start where plotly's lines end and end at the newest sample on
 plotly's axes; a sample moves them without a replot; the pointer over the plot puts the whole figure back in
 plotly's traces. Screenshots at 250 and 600 px, light and dark, go to tests/artifacts/."""

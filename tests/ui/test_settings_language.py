@@ -1,4 +1,4 @@
-"""The Settings editor's words for GPU Memory (labextension/schema/plugin.json) in Japanese and Chinese.
+"""The Settings editor's words for GPU Memory (labextension/schema/plugin.json) in each language of locale/.
 
 jupyterlab_server (2.28) translates a schema in the locale of Settings → Language, but only from a language pack's
 own catalogues (translation_utils.TranslationBundle: "TODO: Need to handle packages that provide their own .mo
@@ -16,18 +16,35 @@ import urllib.request
 from typing import Any
 
 import pytest
+from golden_cases import LANGUAGES, language
+from jupyterlab_server.translation_utils import get_language_pack
 from labserver import ARTIFACTS, SCENARIOS, TOKEN, Lab, open_notebook, open_sidebar, run_cell
 from playwright.sync_api import Page, expect
 from test_language import choose_language
+
+from jupyter_gpumem.i18n import pgettext
 
 pytestmark = pytest.mark.browser  # a real JupyterLab server, as the browser tests start it
 
 PLUGIN = "jupyter-gpumem:plugin"
 LAB_OWN = "@jupyterlab/apputils-extension:themes"
-SHOWN = {
-    "ja_JP": {"lab": "テーマ", "title": "GPU メモリ", "interval": "サンプリング間隔 (秒)"},
-    "zh_CN": {"lab": "主题", "title": "GPU 显存", "interval": "采样间隔（秒）"},
-}
+ENGLISH = {"lab": "Theme", "title": "GPU Memory", "interval": "Sampling interval (seconds)"}
+
+
+def worded(locale: str) -> dict[str, str]:
+    """The editor's words in ``locale``: JupyterLab's own schema title (the theme plugin's) from its language pack,
+    which must be installed, and GPU Memory's from our catalogue, in the contexts jupyterlab_server's walk of the
+    schema gives them ("schema" for the title, "settings" for a field's)."""
+    if locale == "en":
+        return ENGLISH
+    pack, problem = get_language_pack(locale)
+    assert "jupyterlab" in pack, f"no language pack for {locale}: {problem}"
+    with language(locale):
+        return {
+            "lab": pack["jupyterlab"]["schema\u0004" + ENGLISH["lab"]][0],
+            "title": pgettext("schema", ENGLISH["title"]),
+            "interval": pgettext("settings", ENGLISH["interval"]),
+        }
 
 
 def schema(lab: Lab, plugin: str) -> dict[str, Any]:
@@ -38,18 +55,13 @@ def schema(lab: Lab, plugin: str) -> dict[str, Any]:
         return json.load(answer)["schema"]
 
 
-@pytest.mark.parametrize("locale", list(SHOWN))
+@pytest.mark.parametrize("locale", LANGUAGES)
 def test_the_server_translates_schemas_in_the_language_and_ours_names_its_domain(lab: Lab, locale: str) -> None:
     choose_language(lab, locale)
-    assert schema(lab, LAB_OWN)["title"] == SHOWN[locale]["lab"]  # the language is in force for schemas
+    assert schema(lab, LAB_OWN)["title"] == worded(locale)["lab"]  # the language is in force for schemas
     ours = schema(lab, PLUGIN)
     assert ours["jupyter.lab.internationalization"] == {"selectors": [], "domain": "jupyter_gpumem"}
 
-
-# The editor's words for GPU Memory in each language: the plugin list's entry and a field's title.
-WORDED = {locale: {"title": shown["title"], "interval": shown["interval"]} for locale, shown in SHOWN.items()} | {
-    "en": {"title": "GPU Memory", "interval": "Sampling interval (seconds)"}
-}
 
 INTERVAL = """async () => {
   // The notebook's kernel, wherever the Settings editor puts the focus.
@@ -76,11 +88,11 @@ def kernel_samples_every(page: Page, interval_s: float) -> None:
         page.wait_for_timeout(500)
 
 
-@pytest.mark.parametrize("locale", list(WORDED))
+@pytest.mark.parametrize("locale", [*LANGUAGES, "en"])
 def test_the_settings_editor_shows_gpu_memorys_settings_in_the_language_and_they_still_reach_the_kernel(
     page: Page, lab: Lab, locale: str
 ) -> None:
-    worded = WORDED[locale]
+    words = worded(locale)
     choose_language(lab, locale)
     # What the server serves: English (see above), which the page words.
     assert schema(lab, PLUGIN)["title"] == "GPU Memory"
@@ -95,9 +107,9 @@ def test_the_settings_editor_shows_gpu_memorys_settings_in_the_language_and_they
 
     # The sidebar's settings button opens the editor searching for GPU Memory's title, in the language.
     page.locator('#jupyter-gpumem-panel [data-jp-item-name="settings"]').click()
-    page.locator(".jp-PluginList").get_by_text(worded["title"], exact=True).click()
+    page.locator(".jp-PluginList").get_by_text(words["title"], exact=True).click()
     form = page.locator(".jp-SettingsPanel")
-    expect(form.get_by_text(worded["interval"], exact=True)).to_be_visible(timeout=20_000)
+    expect(form.get_by_text(words["interval"], exact=True)).to_be_visible(timeout=20_000)
 
     # An edit in the editor is saved (the registry fetches the plugin again through the transform) and reaches
     # the kernel; the editor keeps its words.
@@ -107,8 +119,8 @@ def test_the_settings_editor_shows_gpu_memorys_settings_in_the_language_and_they
     kernel_samples_every(page, 3.0)
     # The editor saves the whole form, defaults included.
     assert json.loads(ours.read_text()) == {"intervalSeconds": 3, "historyMinutes": 15}
-    expect(form.get_by_text(worded["interval"], exact=True)).to_be_visible()
-    expect(page.locator(".jp-PluginList").get_by_text(worded["title"], exact=True)).to_be_visible()
+    expect(form.get_by_text(words["interval"], exact=True)).to_be_visible()
+    expect(page.locator(".jp-PluginList").get_by_text(words["title"], exact=True)).to_be_visible()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=ARTIFACTS / f"settings-{locale}.png")
 
@@ -120,5 +132,5 @@ def test_the_settings_editor_shows_gpu_memorys_settings_in_the_language_and_they
         assert time.monotonic() < deadline, "JupyterLab did not save the workspace with the Settings editor"
         page.wait_for_timeout(250)
     page.goto(f"{lab.url}/lab?token={TOKEN}")
-    expect(page.locator(".jp-PluginList").get_by_text(worded["title"], exact=True)).to_be_visible(timeout=30_000)
-    expect(page.locator(".jp-SettingsPanel").get_by_text(worded["interval"], exact=True)).to_be_visible()
+    expect(page.locator(".jp-PluginList").get_by_text(words["title"], exact=True)).to_be_visible(timeout=30_000)
+    expect(page.locator(".jp-SettingsPanel").get_by_text(words["interval"], exact=True)).to_be_visible()

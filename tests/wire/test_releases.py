@@ -94,9 +94,12 @@ def test_the_release_folders_are_there_and_hold_every_format() -> None:
 def _missing_defaults(node: dict[str, Any], value: Any, file: str, where: str) -> Iterator[str]:
     """Where ``value`` lacks a field its schema names with a default: what a reader must have filled in."""
     if "$ref" in node:
-        target, _, pointer = node["$ref"].partition("#/$defs/")
+        target, _, pointer = node["$ref"].partition("#/")
         file = target or file
-        yield from _missing_defaults(load(file)["$defs"][pointer], value, file, where)
+        found: Any = load(file)
+        for part in pointer.split("/"):  # a shape ($defs/sample) or a shared field ($defs/gpu_fields/$defs/index)
+            found = found[part]
+        yield from _missing_defaults(found, value, file, where)
     for part in [*node.get("allOf", []), *node.get("anyOf", [])]:
         yield from _missing_defaults(part, value, file, where)
     condition = node.get("if", {}).get("properties", {})

@@ -1,22 +1,27 @@
 """The server's ``/api/gpumem/v1`` body (server.handlers.encode) is what its schema, api.v1.json, admits: encoded from
 Figures made of a real NVML snapshot and a kernel's report, under every privacy setting, with and without a driver
-that answers."""
+that answers; and every field of it has a figure of the schema's type (server.figures), which the encoder takes."""
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import NoneType, UnionType
+from typing import Any, Union, get_args, get_origin
 
 import jsonschema
 import pytest
 import referencing
+from typing_extensions import get_type_hints, is_typeddict
 
 from jupyter_gpumem.gpu.model import Device, GpuProcess, Snapshot
-from jupyter_gpumem.server.figures import KernelSource, Privacy, make_figures
-from jupyter_gpumem.server.handlers import encode
-from jupyter_gpumem.wire.api import BODY
+from jupyter_gpumem.server.figures import Figures, KernelSource, Privacy, make_figures
+from jupyter_gpumem.server.handlers import _fields, encode, given
+from jupyter_gpumem.wire.api import BODY, ServerBody
+from jupyter_gpumem.wire.generated.report_v1 import Ceiling
 from jupyter_gpumem.wire.schemas import FILES, load
 from jupyter_gpumem.words import Said
 
@@ -86,3 +91,48 @@ def test_the_body_carries_the_code_of_each_sentence_beside_it() -> None:
     # From a kernel of an older release, which sends none: null.
     older = {**REPORT, "sample": {k: v for k, v in REPORT["sample"].items() if not k.endswith("_said")}}
     assert json.loads(figures("aggregate", None, older))["kernels"][0]["policy_note_said"] is None
+
+
+def _core(hint: Any) -> tuple[Any, bool, bool]:
+    """A type without its None and its list or tuple: the item's type, whether it admits None, whether it is many."""
+    nullable = get_origin(hint) in (Union, UnionType) and NoneType in get_args(hint)
+    if nullable:
+        rest = [part for part in get_args(hint) if part is not NoneType]
+        hint = rest[0] if len(rest) == 1 else Union[tuple(rest)]  # noqa: UP007  (a Literal | None stays whole)
+    many = get_origin(hint) in (list, tuple)
+    return (get_args(hint)[0] if many else hint), nullable, many
+
+
+def unsourced(shape: type, source: type, where: str, given: Collection[str] = ()) -> Iterator[str]:
+    """Each field of the generated TypedDict ``shape`` that the class ``source`` (a dataclass or a named tuple of the
+    figures) holds no attribute for, or holds as another type than the schema's, as "ServerBody.kernels[].gpus[].x"."""
+    held = get_type_hints(source)
+    for name, hint in get_type_hints(shape).items():
+        if name in given:
+            continue
+        at = f"{where}.{name}"
+        if name not in held:
+            yield f"{at}: {source.__name__} has no {name}"
+            continue
+        (wire, wire_null, wire_many), (ours, our_null, our_many) = _core(hint), _core(held[name])
+        if is_typeddict(wire) and wire is not ours:  # a shape of its own: its figures' class, field by field
+            if (wire_null, wire_many) != (our_null, our_many):
+                yield f"{at}: {source.__name__}.{name} is {held[name]}, the schema's {hint}"
+            yield from unsourced(wire, ours, at + ("[]" if wire_many else ""))
+        elif (wire, wire_null, wire_many) != (ours, our_null, our_many):
+            yield f"{at}: {source.__name__}.{name} is {held[name]}, the schema's {hint}"
+
+
+def test_every_field_of_the_body_has_a_figure_of_the_schemas_type() -> None:
+    """The figures' classes are held to the generated types: a field added to api.v1.json (or to a shape it takes from
+    comm.v1.json) that no figure holds fails here, and the encoder raises rather than leave it out."""
+    assert list(unsourced(ServerBody, Figures, "ServerBody", given(1.0))) == []
+
+
+def test_the_encoder_refuses_figures_that_lack_a_field_of_the_schema() -> None:
+    @dataclass(frozen=True)
+    class Older:  # a Ceiling without max_limit_bytes: as if the schema had gained a field the figures lack
+        max_fraction: float | None
+
+    with pytest.raises(TypeError, match="Older holds no max_limit_bytes for the schema's Ceiling"):
+        _fields(Ceiling, Older(0.5))

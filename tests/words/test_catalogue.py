@@ -6,20 +6,20 @@ from __future__ import annotations
 import ast
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
-from jupyter_gpumem.wire.schemas import load
+from jupyter_gpumem.wire.generated import comm_v1
 from jupyter_gpumem.words import CATALOGUE, JOINS, PLACEHOLDER, Said, word_wire
 
 PACKAGE = Path(__file__).parents[2] / "jupyter_gpumem"
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "protocol"
-CODES = load("comm.v1.json")["$defs"]["code"]["enum"]
+# The wire's codes, as the schema's generators made them from the catalogue (tests/wire/test_generated.py).
+CODES = list(get_args(comm_v1.Code))
 
 
 def produced() -> dict[str, set[frozenset[str]]]:
@@ -27,15 +27,15 @@ def produced() -> dict[str, set[frozenset[str]]]:
     found: dict[str, set[frozenset[str]]] = {}
     for path in set(PACKAGE.rglob("*.py")) - {PACKAGE / "words" / "__init__.py"}:  # there, Said remade from a copy
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Said":
+            # A Said, or a code the hub page's words word in place (page_words.py: ``words.code("code", ...)``).
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            said = isinstance(node.func, ast.Name) and node.func.id == "Said"
+            if said or (isinstance(node.func, ast.Attribute) and node.func.attr == "code"):
                 code = node.args[0]
-                assert isinstance(code, ast.Constant), f"{path}:{node.lineno}: a Said's code is a literal"
+                assert isinstance(code, ast.Constant), f"{path}:{node.lineno}: a code is a literal"
                 names = frozenset(k.arg for k in node.keywords if k.arg is not None)
                 found.setdefault(code.value, set()).add(names)
-    # The hub page words the rows' times with codes of its own (a row's values, put in its words there).
-    page = (PACKAGE / "hub" / "page.html").read_text(encoding="utf-8")
-    for code, values in re.findall(r'\{code: "(\w+)", values: \{([^{}]*)\}\}', page):
-        found.setdefault(code, set()).add(frozenset(re.findall(r"(\w+):", values)))
     return found
 
 

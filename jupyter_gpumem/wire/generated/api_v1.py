@@ -34,99 +34,6 @@ Its report file is fresh / older than stale_after_s / missing or unreadable.
 """
 
 
-PolicyState: TypeAlias = Literal["recorded", "in_force", "not_in_force"] | None
-"""
-As the kernel says (docs/protocol.md); null unless reporting.
-"""
-
-
-OverheadSource: TypeAlias = Literal["estimated", "remembered", "measured"] | None
-"""
-As the kernel says (docs/protocol.md).
-"""
-
-
-LimitKind: TypeAlias = Literal["mig", "mps", "cooperative"] | None
-"""
-Which limit holds it there: mig / mps (hard) or cooperative; null: none. Added after the first release: absent means null.
-"""
-
-
-class KernelGpu(TypedDict):
-    """
-    A kernel on a GPU where it is: NVML lists a process of it there, or its framework reports allocator figures for it.
-    """
-
-    index: int
-    """
-    The GPU's NVML index.
-    """
-    uuid: str
-    """
-    The GPU's UUID.
-    """
-    used_bytes: int | None
-    """
-    Its processes' memory as nvidia-smi counts it; null: N/A, or none listed (containers).
-    """
-    budget_bytes: int | None
-    """
-    Its budget there; null: none.
-    """
-    in_force: bool
-    """
-    Its budget is in force in the framework there.
-    """
-    over_budget: bool | None
-    """
-    used_bytes > budget_bytes; null unless both are known.
-    """
-    pool_bytes: int | None
-    """
-    As the kernel says (docs/protocol.md).
-    """
-    pool_known: bool
-    """
-    As the kernel says (docs/protocol.md).
-    """
-    overhead_bytes: int | None
-    """
-    As the kernel says (docs/protocol.md).
-    """
-    overhead_source: OverheadSource
-    """
-    As the kernel says (docs/protocol.md).
-    """
-    framework_bytes: int | None
-    """
-    As the kernel says (docs/protocol.md).
-    """
-    framework_peak_bytes: int | None
-    """
-    As the kernel says (docs/protocol.md).
-    """
-    limit_kind: NotRequired[LimitKind]
-    """
-    Which limit holds it there: mig / mps (hard) or cooperative; null: none. Added after the first release: absent means null.
-    """
-    limit_hard: NotRequired[bool]
-    """
-    The limit is enforced (mig, mps). Added after the first release: absent means false.
-    """
-    driver_limit_bytes: NotRequired[int | None]
-    """
-    The GPU memory limit the NVIDIA driver enforces on the kernel's cgroup (hard; drivers from 615), as the kernel read it; null: none, or not known. Added in 0.2.0: absent means null.
-    """
-    slice: NotRequired[str | None]
-    """
-    The profile of the MIG slice the kernel runs on ("1g.5gb"); null: not on a MIG slice, or not known. Added in 0.2.0: absent means null.
-    """
-    memory_shared: NotRequired[bool]
-    """
-    The GPU shares the host's memory (unified memory): its figures are the host's. Added in 0.2.0: absent means false.
-    """
-
-
 class ServerGpu(TypedDict):
     """
     One GPU as the server sees it.
@@ -146,15 +53,15 @@ class ServerGpu(TypedDict):
     """
     lost: bool
     """
-    It fell off the bus; its figures are null.
+    GPU_IS_LOST: it fell off the bus; its figures are null.
     """
     total_bytes: int | None
     """
-    As nvidia-smi counts it. Null: not known (never 0).
+    Device memory as nvidia-smi counts it. Null: not known (never 0).
     """
     used_bytes: int | None
     """
-    As nvidia-smi counts it. Null: not known (never 0).
+    Memory in use as nvidia-smi counts it. Null: not known (never 0).
     """
     utilization_percent: int | None
     """
@@ -179,6 +86,81 @@ class ServerGpu(TypedDict):
     other_process_list: NotRequired[list[OtherProcess] | None]
     """
     With privacy list: each other process; null otherwise. Added after the first release: absent means null.
+    """
+
+
+class KernelGpu(TypedDict):
+    """
+    A kernel on a GPU where it is: NVML lists a process of it there, or its framework reports allocator figures for it.
+    """
+
+    index: int
+    """
+    NVML's index (PCI bus order).
+    """
+    uuid: str
+    """
+    The GPU's UUID.
+    """
+    used_bytes: int | None
+    """
+    Its processes' memory as nvidia-smi counts it; null: N/A, or none listed (containers).
+    """
+    budget_bytes: int | None
+    """
+    This kernel's budget on it as nvidia-smi counts it; null: none set.
+    """
+    in_force: bool
+    """
+    The budget is in force on this GPU in the framework (false while only recorded, on a lost or hidden GPU, or when the framework uses no GPU).
+    """
+    over_budget: bool | None
+    """
+    used_bytes > budget_bytes; null unless both are known.
+    """
+    pool_bytes: int | None
+    """
+    The framework allocator's pool: what it reserved if pool_known, else the plan's allocator limit; null without a plan for this GPU.
+    """
+    pool_known: bool
+    """
+    The framework reported its pool (TensorFlow: growth off with a limit, after its first allocation).
+    """
+    overhead_bytes: int | None
+    """
+    Memory outside the pool (CUDA context, libraries): this kernel's measurement, else what the plan set aside; null without a plan.
+    """
+    overhead_source: comm_v1.OverheadSource
+    """
+    Where overhead_bytes comes from; null without a plan.
+    """
+    framework_bytes: int | None
+    """
+    The framework allocator's bytes in use; null until its runtime has started (the sampler never starts it).
+    """
+    framework_peak_bytes: int | None
+    """
+    The framework allocator's peak bytes; null until its runtime has started.
+    """
+    limit_kind: NotRequired[comm_v1.LimitKind]
+    """
+    What limits this kernel's memory on the GPU: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. A limit the NVIDIA driver enforces is another field (a closed set gains no value within a major version).
+    """
+    limit_hard: NotRequired[bool]
+    """
+    The limit is enforced (mig, mps), not cooperative.
+    """
+    driver_limit_bytes: NotRequired[int | None]
+    """
+    The GPU memory limit the NVIDIA driver enforces on the kernel's cgroup (hard; drivers from 615), as the kernel read it; null: none, or not known. Added in 0.2.0: absent means null.
+    """
+    slice: NotRequired[str | None]
+    """
+    The profile of the MIG slice the kernel runs on ("1g.5gb"); null: not on a MIG slice, or not known. Added in 0.2.0: absent means null.
+    """
+    memory_shared: NotRequired[bool]
+    """
+    The GPU has no memory of its own and shares the host's (GB10, Grace Hopper: unified memory): total_bytes, used_bytes and the budgets are the host's memory, under the cgroup's memory.max.
     """
 
 
@@ -211,7 +193,7 @@ class ServerKernel(TypedDict):
     """
     As the kernel says (docs/protocol.md); null unless reporting.
     """
-    policy_state: PolicyState
+    policy_state: comm_v1.PolicyState
     """
     As the kernel says (docs/protocol.md); null unless reporting.
     """

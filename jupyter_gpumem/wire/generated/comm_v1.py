@@ -1,4 +1,4 @@
-# Generated from wire/schemas/comm.v1.json by `python tests/wire/test_generated.py --write`: do not edit.
+# Generated from wire/schemas/comm.v1.json (its codes from words/en.json) by `python tests/wire/test_generated.py --write`: do not edit.
 
 from __future__ import annotations
 
@@ -49,12 +49,6 @@ class Configure(TypedDict):
     """
 
 
-PolicyState: TypeAlias = Literal["recorded", "in_force", "not_in_force"] | None
-"""
-recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
-"""
-
-
 PidNamespace: TypeAlias = Literal["host", "translated", "untranslated", "unlisted"] | None
 """
 Where this kernel stands towards the PIDs NVML reports (docs/containers.md); null: no GPU to tell it from. Absent means null.
@@ -64,18 +58,6 @@ Where this kernel stands towards the PIDs NVML reports (docs/containers.md); nul
 OwnSource: TypeAlias = Literal["exact", "matched", "estimated", "unknown"] | None
 """
 What own_bytes rests on (docs/containers.md): exact: NVML lists this kernel's PID (or its PIDs are this namespace's and it is not listed: 0); matched: the one listed process of another namespace that appeared when the framework started and follows its pool; estimated: the framework's pool plus the overhead; unknown: own_bytes is null. Absent or null from an older kernel: shown without a label.
-"""
-
-
-LimitKind: TypeAlias = Literal["mig", "mps", "cooperative"] | None
-"""
-What limits this kernel's memory on it: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. Absent means null. A limit the NVIDIA driver enforces is driver_limit (a closed set gains no value within a major version).
-"""
-
-
-OverheadSource: TypeAlias = Literal["estimated", "remembered", "measured"] | None
-"""
-estimated: per GPU generation; remembered: measured by an earlier kernel on this GPU model, driver and framework version; measured: by this kernel; null without a plan. Added after the first release: absent means null.
 """
 
 
@@ -201,6 +183,7 @@ Code: TypeAlias = Literal[
     "takes_tensorflow",
     "takes_pytorch",
     "takes_jax",
+    "takes_cupy",
     "idle_warning",
     "idle_warning_shutdown",
     "idle_shutdown",
@@ -254,7 +237,7 @@ Code: TypeAlias = Literal[
     "mig_slice_not_known",
 ]
 """
-Every code this release words (jupyter_gpumem/words/en.json has a template for each). A newer release may add codes: a reader falls back to the sentence field beside a code it does not know.
+Every code this release words: the keys of jupyter_gpumem/words/en.json but its join_* ones, the one list of them. The schema's generators (tests/wire/test_generated.py, labextension/scripts/schema.mjs) make them this type's values. A newer release may add codes: a reader falls back to the sentence field beside a code it does not know.
 """
 
 
@@ -329,6 +312,24 @@ class MigSlice(TypedDict):
     """
     Its GPU instance id; processes on it carry the same.
     """
+
+
+LimitKind: TypeAlias = Literal["mig", "mps", "cooperative"] | None
+"""
+mig: a MIG partition; mps: an MPS pinned limit (both hard); cooperative: %gpumem's budget; null: nothing.
+"""
+
+
+OverheadSource: TypeAlias = Literal["estimated", "remembered", "measured"] | None
+"""
+estimated: per GPU generation; remembered: measured by an earlier kernel on this GPU model, driver and framework version; measured: by this kernel; null without a plan.
+"""
+
+
+PolicyState: TypeAlias = Literal["recorded", "in_force", "not_in_force"] | None
+"""
+recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy.
+"""
 
 
 class OtherUsers(TypedDict):
@@ -428,11 +429,11 @@ class SampleGpu(TypedDict):
     """
     limit_kind: NotRequired[LimitKind]
     """
-    What limits this kernel's memory on it: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. Absent means null. A limit the NVIDIA driver enforces is driver_limit (a closed set gains no value within a major version).
+    What limits this kernel's memory on the GPU: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. A limit the NVIDIA driver enforces is another field (a closed set gains no value within a major version).
     """
     limit_hard: NotRequired[bool]
     """
-    The limit is enforced (mig, mps), not cooperative. Absent means false.
+    The limit is enforced (mig, mps), not cooperative.
     """
     limit_bytes: NotRequired[int | None]
     """
@@ -440,7 +441,7 @@ class SampleGpu(TypedDict):
     """
     memory_shared: NotRequired[bool]
     """
-    The GPU has no memory of its own and shares the host's (GB10, Grace Hopper: unified memory): total_bytes, used_bytes and the budgets are the host's memory, under the cgroup's memory.max. Absent means false.
+    The GPU has no memory of its own and shares the host's (GB10, Grace Hopper: unified memory): total_bytes, used_bytes and the budgets are the host's memory, under the cgroup's memory.max.
     """
     driver_limit: NotRequired[DriverLimit | None]
     """
@@ -456,23 +457,23 @@ class SampleGpu(TypedDict):
     """
     in_force: NotRequired[bool]
     """
-    The budget is in force on this GPU in the framework (false while only recorded, on a lost or hidden GPU, or when the framework uses no GPU). Absent means false.
+    The budget is in force on this GPU in the framework (false while only recorded, on a lost or hidden GPU, or when the framework uses no GPU).
     """
     pool_bytes: NotRequired[int | None]
     """
-    The framework allocator's pool: what it reserved if pool_known, else the plan's allocator limit; null without a plan for this GPU. Added after the first release: absent means null.
+    The framework allocator's pool: what it reserved if pool_known, else the plan's allocator limit; null without a plan for this GPU.
     """
     pool_known: NotRequired[bool]
     """
-    The framework reported its pool (TensorFlow: growth off with a limit, after its first allocation). Added after the first release: absent means false.
+    The framework reported its pool (TensorFlow: growth off with a limit, after its first allocation).
     """
     overhead_bytes: NotRequired[int | None]
     """
-    Memory outside the pool (CUDA context, libraries): this kernel's measurement, else what the plan set aside; null without a plan. Added after the first release: absent means null.
+    Memory outside the pool (CUDA context, libraries): this kernel's measurement, else what the plan set aside; null without a plan.
     """
     overhead_source: NotRequired[OverheadSource]
     """
-    estimated: per GPU generation; remembered: measured by an earlier kernel on this GPU model, driver and framework version; measured: by this kernel; null without a plan. Added after the first release: absent means null.
+    Where overhead_bytes comes from; null without a plan.
     """
     over_reason: NotRequired[str | None]
     """
@@ -561,9 +562,6 @@ class Sample(TypedDict):
     The kernel's policy as %gpumem shows it ('fraction=0.5 gpus=1'); null: none.
     """
     policy_state: NotRequired[PolicyState]
-    """
-    recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
-    """
     policy_note: NotRequired[str | None]
     """
     One sentence for people next to the policy ('applies when "import tensorflow" completes'). Absent means null.

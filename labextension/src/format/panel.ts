@@ -1,5 +1,6 @@
 /** The sidebar's words about one GPU (the inline view shows the same lines: viewLines). */
 
+import { GPU_LINES, type GpuLine } from '../wire/lines';
 import type { Notice, OverheadSource, Sample, SampleGpu } from '../wire/types';
 import { againstBudget, budgetShare, formatBytes, level } from './number';
 import { printable } from './printable';
@@ -281,11 +282,13 @@ export function shapeLines(gpu: Partial<ShapeGpu>, trans: Trans): string[] {
 /**
  * What holds this kernel on the GPU: "Hard limit: MIG partition, 19.5 GiB", "Hard limit: MPS,
  * 6.0 GiB for this process", "Cooperative limit (%gpumem)"; what a shared GPU adds (shapeLines); then
- * memory the driver lists under no process: "Not listed: 14.0 GiB (processes the driver hides: other
- * containers')".
+ * the lines the schema declares (declaredLines), such as the memory the driver lists under no process.
  */
 export function limitLines(
-  gpu: Pick<SampleGpu, 'lost' | 'limitKind' | 'budgetBytes' | 'unlistedBytes'> &
+  gpu: Pick<
+    SampleGpu,
+    'lost' | 'limitKind' | 'budgetBytes' | GpuLine['field']
+  > &
     Partial<ShapeGpu>,
   trans: Trans
 ): string[] {
@@ -302,16 +305,34 @@ export function limitLines(
       trans.__('Cooperative limit (%gpumem): code that bypasses it is not held')
     );
   }
-  lines.push(...shapeLines(gpu, trans));
-  if (gpu.unlistedBytes !== null) {
-    lines.push(
-      trans.__(
-        'Not listed: %1 the driver uses for processes it hides (other containers’)',
-        formatBytes(gpu.unlistedBytes, trans)
-      )
-    );
-  }
+  lines.push(...shapeLines(gpu, trans), ...declaredLines(gpu, trans));
   return lines;
+}
+
+/** How a declared line's figure is worded, by the name its `x-line` gives (viewtext.py LINE_FORMATS): tsc
+ * refuses a format the schema declares and this does not word. */
+const LINE_FORMATS: Record<
+  GpuLine['format'],
+  (value: number, trans: Trans) => string
+> = {
+  gib_or_mib: formatBytes
+};
+
+/**
+ * Each line the schema declares on a SampleGpu field (`x-line`, generated into wire/lines.ts) whose figure is
+ * known, in the schema's order: its words in the language in use, the figure in place of %1 (viewtext.py
+ * declared_lines). Its words are a message of the catalogue that `jlpm i18n:extract` takes from the schema.
+ */
+export function declaredLines(
+  gpu: Pick<SampleGpu, GpuLine['field']>,
+  trans: Trans
+): string[] {
+  return GPU_LINES.flatMap((line: GpuLine) => {
+    const value: number | null = gpu[line.field];
+    return value === null
+      ? []
+      : [trans.__(line.words, LINE_FORMATS[line.format](value, trans))];
+  });
 }
 
 /** "Over budget: <the kernel's reason>", or null when it is not over (or the GPU is hidden). */

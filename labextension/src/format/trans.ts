@@ -39,14 +39,91 @@ export const nullTrans: Trans = {
     strfmt(message, ...args)
 };
 
-/** The plural rules a catalogue's header may name, as gettext writes them (spaces left out). Read from this
- * table, not evaluated as JupyterLab's Gettext does (`new Function`), which a page's Content-Security-Policy
- * may forbid (VS Code's webviews); a catalogue with another rule words its plurals in English. */
-const PLURAL_RULES: Record<string, (n: number) => number> = {
-  'nplurals=1;plural=0;': () => 0,
-  'nplurals=2;plural=(n!=1);': n => Number(n !== 1),
-  'nplurals=2;plural=(n>1);': n => Number(n > 1)
-};
+type Rule = (n: number) => number;
+
+/** The plural rule a catalogue's header names (`Plural-Forms`, from babel's CLDR data: "nplurals=3;
+ * plural=(n%10==1 && n%100!=11 ? 0 : ...);"), read by a parser of gettext's C expressions rather than evaluated as
+ * JupyterLab's Gettext does (`new Function`), which a page's Content-Security-Policy may forbid (VS Code's
+ * webviews). Any rule gettext writes reads, so a new language needs nothing here; one that does not parse gives
+ * undefined, and its plurals read English. */
+export function pluralRule(pluralForms: string): Rule | undefined {
+  const expression = /\bplural\s*=\s*([^;]*)/.exec(pluralForms)?.[1] ?? '';
+  const tokens =
+    expression.match(/\d+|n|&&|\|\||[=!<>]=|[-+*/%<>!?:()]|\S/g) ?? [];
+  let at = 0;
+  const take = (token: string): boolean =>
+    tokens[at] === token ? (at++, true) : false;
+  // C's binary operators, loosest first.
+  const binary = [
+    ['||'],
+    ['&&'],
+    ['==', '!='],
+    ['<', '>', '<=', '>='],
+    ['+', '-'],
+    ['*', '/', '%']
+  ];
+  const apply = (op: string, a: number, b: number): number =>
+    ({
+      '||': Number(a !== 0 || b !== 0),
+      '&&': Number(a !== 0 && b !== 0),
+      '==': Number(a === b),
+      '!=': Number(a !== b),
+      '<': Number(a < b),
+      '>': Number(a > b),
+      '<=': Number(a <= b),
+      '>=': Number(a >= b),
+      '+': a + b,
+      '-': a - b,
+      '*': a * b,
+      '/': Math.trunc(a / b),
+      '%': a % b
+    })[op] as number;
+  const level = (depth: number): Rule => {
+    if (depth === binary.length) {
+      return unary();
+    }
+    let left = level(depth + 1);
+    while (binary[depth].includes(tokens[at])) {
+      const op = tokens[at++];
+      const [l, r] = [left, level(depth + 1)];
+      left = n => apply(op, l(n), r(n));
+    }
+    return left;
+  };
+  const unary = (): Rule => {
+    if (take('!')) {
+      const operand = unary();
+      return n => Number(operand(n) === 0);
+    }
+    if (take('(')) {
+      const inner = ternary();
+      return take(')') ? inner : fail();
+    }
+    const token = tokens[at++] ?? '';
+    if (token === 'n') {
+      return n => n;
+    }
+    return /^\d+$/.test(token) ? () => Number(token) : fail();
+  };
+  const ternary = (): Rule => {
+    const test = level(0);
+    if (!take('?')) {
+      return test;
+    }
+    const yes = ternary();
+    const no = take(':') ? ternary() : fail();
+    return n => (test(n) !== 0 ? yes(n) : no(n));
+  };
+  const fail = (): never => {
+    throw new SyntaxError(pluralForms);
+  };
+  try {
+    const rule = ternary();
+    return at === tokens.length && tokens.length > 0 ? rule : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** A bundle of the `jupyter_gpumem` domain from its catalogue as JupyterLab serves it (`data`: the jed-like JSON of
  * jupyter_gpumem/locale/<ll_CC>/LC_MESSAGES/jupyter_gpumem.json, docs/i18n-plumbing.md), for the inline view where
@@ -63,7 +140,7 @@ export function catalogueTrans(data: unknown): Trans | null {
   }
   const rule =
     typeof header.plural_forms === 'string'
-      ? PLURAL_RULES[header.plural_forms.replace(/\s/g, '')]
+      ? pluralRule(header.plural_forms)
       : undefined;
   /** The translations of `key` in the shape Gettext accepts (one for a message; two or more for a plural, one-form
    * languages padding theirs with ""); else null. */

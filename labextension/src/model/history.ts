@@ -4,6 +4,7 @@
  */
 
 import type { Cell, Said, Sample, SampleGpu } from '../wire/types';
+import chart from './chart.json';
 
 export const FIELDS = [
   'own',
@@ -27,9 +28,10 @@ export interface IMark {
 /**
  * An over-budget episode starts when this kernel's memory goes above its budget and ends when it
  * falls below this share of it (or the budget goes): the kernel's own warnings use the same marks
- * (alerts.py), so a figure hovering at the budget makes one mark, not one a second.
+ * (alerts.py), so a figure hovering at the budget makes one mark, not one a second. chart.json is
+ * jupyter_gpumem/render/chart.json, copied where tsc and the bundlers take it from (tests/ts/constants.test.ts).
  */
-export const OVER_ENDS_BELOW = 0.95;
+export const OVER_ENDS_BELOW: number = chart.over_ends_below;
 
 export interface ISeries {
   /** Milliseconds since the epoch. */

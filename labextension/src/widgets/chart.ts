@@ -1,16 +1,16 @@
 /**
  * The time chart, drawn by plotly.js (its basic partial bundle, loaded as its own chunk the first
- * time a chart shows, so JupyterLab's start does not carry it). figure.ts says what is drawn; this
+ * time a chart shows, so JupyterLab's start does not carry it). chart/ says what is drawn; this
  * file keeps it live: the size, the theme's colours, the user's zoom or pan, which pauses the chart
  * on that range until a double-click or "Back to live", and the lines they hid. The legend, the unit
  * and the total's note are HTML around the plot, set only when they change (plotly would draw them
  * again every update); the PNG the mode bar's camera saves has them all, drawn by plotly. Plotly
- * draws only when the picture changes (figure.ts's `picture`): any new data is a whole replot in
+ * draws only when the picture changes (chart/picture.ts): any new data is a whole replot in
  * plotly (its react, restyle and extendTraces alike), so the samples that move no pixel cost none.
- * Live, the traces hold only the completed buckets up to the last settle step (figure.ts's `split`,
+ * Live, the traces hold only the completed buckets up to the last settle step (chart/tails.ts's `split`,
  * about every minute: a replot then, or when the scales, the marks or the style change) and each
  * line's newest part, a few pixel columns at the plot's right, is an SVG path of ours in plotly's plot
- * layer (figure.ts's `tailPaths`), above the traces and clipped and panned with them. plotly has no
+ * layer (chart/tails.ts's `tailPaths`), above the traces and clipped and panned with them. plotly has no
  * cheaper way to draw them: its layout shapes, moved with a relayout, cost ~1.8 ms and a style pass of
  * the page at each sample (measured in the sidebar benchmark's CPU profile); a path's `d` set, a few
  * microseconds. While the pointer is over the plot, every change is a react of the whole figure and
@@ -27,20 +27,11 @@ import type {
 import { element, setLine } from './dom';
 import { chartName, chartWords, collecting, pausedOn } from '../format/chart';
 import { Trans } from '../format/trans';
-import {
-  IColours,
-  IFigure,
-  ILegendEntry,
-  ITailPath,
-  MARGIN,
-  axisTime,
-  figure,
-  fromLocal,
-  picture,
-  split,
-  tailPaths,
-  tailPicture
-} from './figure';
+import { MARGIN } from '../chart/area';
+import { IColours, IFigure, ILegendEntry, figure } from '../chart/figure';
+import { picture } from '../chart/picture';
+import { ITailPath, split, tailPaths, tailPicture } from '../chart/tails';
+import { axisTime, fromLocal } from '../chart/time';
 import { ISeries } from '../model/history';
 
 type Plotly = typeof import('plotly.js');
@@ -106,9 +97,9 @@ export class Chart {
   private readonly _hidden = new Set<string>();
   /** The figure last shown: the picture the camera saves. */
   private _fig: IFigure | null = null;
-  /** What plotly drew last (figure.ts's `picture`); '' when plotly may show anything else. */
+  /** What plotly drew last (chart/picture.ts); '' when plotly may show anything else. */
   private _picture = '';
-  /** The newest parts' picture (figure.ts's `tailPicture`) and the SVG group that draws them. */
+  /** The newest parts' picture (chart/tails.ts's `tailPicture`) and the SVG group that draws them. */
   private _tailPicture = '';
   private readonly _tails = document.createElementNS(SVG, 'g');
   /** The pointer is over the plot: the whole figure in the traces, for the hover. */

@@ -1,5 +1,6 @@
-// Generated from jupyter_gpumem/wire/schemas/comm.v1.json and api.v1.json by `jlpm build:schema`
-// (labextension/scripts/schema.mjs, json-schema-to-typescript): do not edit; edit the schemas.
+// Generated from jupyter_gpumem/wire/schemas/comm.v1.json and api.v1.json (the codes from
+// jupyter_gpumem/words/en.json) by `jlpm build:schema` (labextension/scripts/schema.mjs,
+// json-schema-to-typescript): do not edit; edit the schemas.
 // The values as protocol.ts and api.ts give them: camelCase, defaults filled in (the script says how).
 
 /**
@@ -16,7 +17,7 @@ export type CommMessage = {
   type: 'hello' | 'sample' | 'configure';
 };
 /**
- * Every code this release words (jupyter_gpumem/words/en.json has a template for each). A newer release may add codes: a reader falls back to the sentence field beside a code it does not know.
+ * Every code this release words: the keys of jupyter_gpumem/words/en.json but its join_* ones, the one list of them. The schema's generators (tests/wire/test_generated.py, labextension/scripts/schema.mjs) make them this type's values. A newer release may add codes: a reader falls back to the sentence field beside a code it does not know.
  */
 export type Code =
   | 'no_driver'
@@ -72,6 +73,7 @@ export type Code =
   | 'takes_tensorflow'
   | 'takes_pytorch'
   | 'takes_jax'
+  | 'takes_cupy'
   | 'idle_warning'
   | 'idle_warning_shutdown'
   | 'idle_shutdown'
@@ -124,10 +126,6 @@ export type Code =
   | 'memory_shared'
   | 'mig_slice_not_known';
 /**
- * recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy. Absent means null.
- */
-export type PolicyState = 'recorded' | 'in_force' | 'not_in_force' | null;
-/**
  * Where this kernel stands towards the PIDs NVML reports (docs/containers.md); null: no GPU to tell it from. Absent means null.
  */
 export type PidNamespace =
@@ -137,17 +135,21 @@ export type PidNamespace =
  */
 export type OwnSource = 'exact' | 'matched' | 'estimated' | 'unknown' | null;
 /**
- * What limits this kernel's memory on it: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. Absent means null. A limit the NVIDIA driver enforces is driver_limit (a closed set gains no value within a major version).
- */
-export type LimitKind = 'mig' | 'mps' | 'cooperative' | null;
-/**
- * estimated: per GPU generation; remembered: measured by an earlier kernel on this GPU model, driver and framework version; measured: by this kernel; null without a plan. Added after the first release: absent means null.
- */
-export type OverheadSource = 'estimated' | 'remembered' | 'measured' | null;
-/**
  * idle_warning: idle_warn_minutes idle; idle_shutdown: idle_shutdown_minutes idle, the kernel is being shut down.
  */
 export type NoticeKind = 'idle_warning' | 'idle_shutdown';
+/**
+ * mig: a MIG partition; mps: an MPS pinned limit (both hard); cooperative: %gpumem's budget; null: nothing.
+ */
+export type LimitKind = 'mig' | 'mps' | 'cooperative' | null;
+/**
+ * estimated: per GPU generation; remembered: measured by an earlier kernel on this GPU model, driver and framework version; measured: by this kernel; null without a plan.
+ */
+export type OverheadSource = 'estimated' | 'remembered' | 'measured' | null;
+/**
+ * recorded: waiting for the framework's import; in_force: applied and in force (on the GPUs whose in_force is true); not_in_force: applied but not in force; null: no policy.
+ */
+export type PolicyState = 'recorded' | 'in_force' | 'not_in_force' | null;
 
 /**
  * Kernel to frontend, the comm_open data: the settings in force and the history to replay.
@@ -333,9 +335,12 @@ export interface SampleGpu {
    * In a container whose driver hides processes: memory in use that no listed process accounts for ('not listed'); null otherwise. Absent means null.
    */
   unlistedBytes: number | null;
+  /**
+   * What limits this kernel's memory on the GPU: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. A limit the NVIDIA driver enforces is another field (a closed set gains no value within a major version).
+   */
   limitKind: LimitKind;
   /**
-   * The limit is enforced (mig, mps), not cooperative. Absent means false.
+   * The limit is enforced (mig, mps), not cooperative.
    */
   limitHard: boolean;
   /**
@@ -343,7 +348,7 @@ export interface SampleGpu {
    */
   limitBytes: number | null;
   /**
-   * The GPU has no memory of its own and shares the host's (GB10, Grace Hopper: unified memory): total_bytes, used_bytes and the budgets are the host's memory, under the cgroup's memory.max. Absent means false.
+   * The GPU has no memory of its own and shares the host's (GB10, Grace Hopper: unified memory): total_bytes, used_bytes and the budgets are the host's memory, under the cgroup's memory.max.
    */
   memoryShared: boolean;
   /**
@@ -359,21 +364,24 @@ export interface SampleGpu {
    */
   budgetBytes: number | null;
   /**
-   * The budget is in force on this GPU in the framework (false while only recorded, on a lost or hidden GPU, or when the framework uses no GPU). Absent means false.
+   * The budget is in force on this GPU in the framework (false while only recorded, on a lost or hidden GPU, or when the framework uses no GPU).
    */
   inForce: boolean;
   /**
-   * The framework allocator's pool: what it reserved if pool_known, else the plan's allocator limit; null without a plan for this GPU. Added after the first release: absent means null.
+   * The framework allocator's pool: what it reserved if pool_known, else the plan's allocator limit; null without a plan for this GPU.
    */
   poolBytes: number | null;
   /**
-   * The framework reported its pool (TensorFlow: growth off with a limit, after its first allocation). Added after the first release: absent means false.
+   * The framework reported its pool (TensorFlow: growth off with a limit, after its first allocation).
    */
   poolKnown: boolean;
   /**
-   * Memory outside the pool (CUDA context, libraries): this kernel's measurement, else what the plan set aside; null without a plan. Added after the first release: absent means null.
+   * Memory outside the pool (CUDA context, libraries): this kernel's measurement, else what the plan set aside; null without a plan.
    */
   overheadBytes: number | null;
+  /**
+   * Where overhead_bytes comes from; null without a plan.
+   */
   overheadSource: OverheadSource;
   /**
    * When own_bytes is over budget_bytes: why, as a phrase; null otherwise. Added after the first release: absent means null.
@@ -689,15 +697,15 @@ export interface ServerGpu {
    */
   name: string | null;
   /**
-   * It fell off the bus; its figures are null.
+   * GPU_IS_LOST: it fell off the bus; its figures are null.
    */
   lost: boolean;
   /**
-   * As nvidia-smi counts it. Null: not known (never 0).
+   * Device memory as nvidia-smi counts it. Null: not known (never 0).
    */
   totalBytes: number | null;
   /**
-   * As nvidia-smi counts it. Null: not known (never 0).
+   * Memory in use as nvidia-smi counts it. Null: not known (never 0).
    */
   usedBytes: number | null;
   /**
@@ -823,7 +831,7 @@ export interface Ceiling {
  */
 export interface KernelGpu {
   /**
-   * The GPU's NVML index.
+   * NVML's index (PCI bus order).
    */
   index: number;
   /**
@@ -835,11 +843,11 @@ export interface KernelGpu {
    */
   usedBytes: number | null;
   /**
-   * Its budget there; null: none.
+   * This kernel's budget on it as nvidia-smi counts it; null: none set.
    */
   budgetBytes: number | null;
   /**
-   * Its budget is in force in the framework there.
+   * The budget is in force on this GPU in the framework (false while only recorded, on a lost or hidden GPU, or when the framework uses no GPU).
    */
   inForce: boolean;
   /**
@@ -847,35 +855,35 @@ export interface KernelGpu {
    */
   overBudget: boolean | null;
   /**
-   * As the kernel says (docs/protocol.md).
+   * The framework allocator's pool: what it reserved if pool_known, else the plan's allocator limit; null without a plan for this GPU.
    */
   poolBytes: number | null;
   /**
-   * As the kernel says (docs/protocol.md).
+   * The framework reported its pool (TensorFlow: growth off with a limit, after its first allocation).
    */
   poolKnown: boolean;
   /**
-   * As the kernel says (docs/protocol.md).
+   * Memory outside the pool (CUDA context, libraries): this kernel's measurement, else what the plan set aside; null without a plan.
    */
   overheadBytes: number | null;
   /**
-   * As the kernel says (docs/protocol.md).
+   * Where overhead_bytes comes from; null without a plan.
    */
   overheadSource: OverheadSource;
   /**
-   * As the kernel says (docs/protocol.md).
+   * The framework allocator's bytes in use; null until its runtime has started (the sampler never starts it).
    */
   frameworkBytes: number | null;
   /**
-   * As the kernel says (docs/protocol.md).
+   * The framework allocator's peak bytes; null until its runtime has started.
    */
   frameworkPeakBytes: number | null;
   /**
-   * Which limit holds it there: mig / mps (hard) or cooperative; null: none. Added after the first release: absent means null.
+   * What limits this kernel's memory on the GPU: a MIG partition, an MPS pinned limit, or %gpumem's budget (cooperative); null: nothing. A limit the NVIDIA driver enforces is another field (a closed set gains no value within a major version).
    */
   limitKind: LimitKind;
   /**
-   * The limit is enforced (mig, mps). Added after the first release: absent means false.
+   * The limit is enforced (mig, mps), not cooperative.
    */
   limitHard: boolean;
   /**
@@ -887,7 +895,7 @@ export interface KernelGpu {
    */
   slice: string | null;
   /**
-   * The GPU shares the host's memory (unified memory): its figures are the host's. Added in 0.2.0: absent means false.
+   * The GPU has no memory of its own and shares the host's (GB10, Grace Hopper: unified memory): total_bytes, used_bytes and the budgets are the host's memory, under the cgroup's memory.max.
    */
   memoryShared: boolean;
 }
