@@ -112,6 +112,7 @@ class Poller:
         )
         self.max_body_bytes = max_body_bytes
         self.file_sd = file_sd
+        self.groups: dict[str, tuple[str, ...]] = {}  # user -> their groups, from the last full list of the hub
 
     def period_s(self, servers: int) -> float:
         return max(self.interval_s, servers / self.max_requests_per_s if self.max_requests_per_s > 0 else 0.0)
@@ -146,6 +147,7 @@ class Poller:
     async def servers(self) -> list[tuple[str, str, str]]:
         """(user, server name, server URL) of every ready server, through every page of the hub's list."""
         found: list[tuple[str, str, str]] = []
+        groups: dict[str, tuple[str, ...]] = {}
         offset = 0
         while True:
             query = urlencode({"state": "ready", "offset": offset, "limit": PAGE_LIMIT})
@@ -155,8 +157,10 @@ class Poller:
                 for name, server in (user.get("servers") or {}).items():
                     if server.get("ready"):
                         found.append((user["name"], name, server["url"]))
+                groups[user["name"]] = tuple(g for g in user.get("groups") or () if isinstance(g, str))
             following = data.get("_pagination", {}).get("next") if isinstance(data, dict) else None
             if not following:
+                self.groups = groups  # the ready users' JupyterHub groups, for /metrics (report-rules.yml)
                 return found
             offset = int(following["offset"])
 

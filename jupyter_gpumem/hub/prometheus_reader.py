@@ -82,7 +82,7 @@ class Invalid(ValueError):
     """A label or value no server could mean; its text names the field."""
 
 
-class _Unusable(Exception):
+class Unusable(Exception):
     """Prometheus did not answer in time, or not with a query's result: its text is the page's sentence."""
 
 
@@ -126,22 +126,22 @@ def _value(kind: str, name: str, text: object) -> float:
     return value
 
 
-def _samples(answer: object, max_samples: int) -> list[tuple[dict[str, str], object]]:
-    """An instant vector's (labels, value text) pairs; ``_Unusable`` when the answer is not one."""
+def samples(answer: object, max_samples: int) -> list[tuple[dict[str, str], object]]:
+    """An instant vector's (labels, value text) pairs; ``Unusable`` when the answer is not one."""
     data = answer.get("data") if isinstance(answer, dict) and answer.get("status") == "success" else None
     result = data.get("result") if isinstance(data, dict) and data.get("resultType") == "vector" else None
     if not isinstance(result, list):
-        raise _Unusable("it answered something that is not a query's result")
+        raise Unusable("it answered something that is not a query's result")
     if len(result) > max_samples:
-        raise _Unusable(f"it answered {len(result)} series for one query (at most {max_samples} are read)")
+        raise Unusable(f"it answered {len(result)} series for one query (at most {max_samples} are read)")
     found = []
     for item in result:
         labels = item.get("metric") if isinstance(item, dict) else None
         value = item.get("value") if isinstance(item, dict) else None
         if not (isinstance(labels, dict) and all(isinstance(v, str) for v in labels.values())):
-            raise _Unusable("it answered a series whose labels are not text")
+            raise Unusable("it answered a series whose labels are not text")
         if not (isinstance(value, list) and len(value) == 2):
-            raise _Unusable("it answered a series without a value")
+            raise Unusable("it answered a series without a value")
         found.append((labels, value[1]))
     return found
 
@@ -285,6 +285,28 @@ def _gpus(answers: dict[str, list[tuple[dict[str, str], object]]]) -> list[GpuRo
     ]
 
 
+async def answer_of(client: AsyncHTTPClient, url: str, deadline_s: float, max_body_bytes: int) -> object:
+    """Prometheus's JSON answer at ``url`` (its HTTP API), within the deadline and the size; ``Unusable`` with the
+    sentence's reason when it is not one (also the report's, report.py)."""
+    request = HTTPRequest(url, connect_timeout=deadline_s, request_timeout=deadline_s, follow_redirects=False)
+    try:
+        response = await client.fetch(request)
+    except HTTPClientError as error:
+        if error.code == 599 and "timeout" in str(error).lower():
+            raise Unusable(f"it did not answer within {deadline_s:g} s") from error
+        if error.code == 599 and error.response is None and "closed" in str(error).lower():
+            raise Unusable(f"its answer is larger than {max_body_bytes / 2**20:g} MiB") from error
+        raise Unusable(f"it answered {error.code} {error.message or ''}".strip()) from error
+    except (OSError, asyncio.TimeoutError) as error:
+        raise Unusable(f"it cannot be reached ({error or type(error).__name__})") from error
+    try:
+        return values.loads(response.body)
+    except values.Refused as error:
+        raise Unusable(
+            "its answer is not JSON" if error.kind == "not_json" else f"its answer is unusable: {error}"
+        ) from error
+
+
 class PrometheusReader:
     """The Poller's counterpart (the same ``rows``, ``gpus``, ``t``, ``stats``, ``on_poll``), reading Prometheus.
 
@@ -319,29 +341,9 @@ class PrometheusReader:
         )
 
     async def _query(self, expr: str) -> list[tuple[dict[str, str], object]]:
-        request = HTTPRequest(
-            f"{self.url}/api/v1/query?{urlencode({'query': expr})}",
-            connect_timeout=self.deadline_s,
-            request_timeout=self.deadline_s,
-            follow_redirects=False,
-        )
-        try:
-            response = await self.client.fetch(request)
-        except HTTPClientError as error:
-            if error.code == 599 and "timeout" in str(error).lower():
-                raise _Unusable(f"it did not answer within {self.deadline_s:g} s") from error
-            if error.code == 599 and error.response is None and "closed" in str(error).lower():
-                raise _Unusable(f"its answer is larger than {self.max_body_bytes / 2**20:g} MiB") from error
-            raise _Unusable(f"it answered {error.code} {error.message or ''}".strip()) from error
-        except (OSError, asyncio.TimeoutError) as error:
-            raise _Unusable(f"it cannot be reached ({error or type(error).__name__})") from error
-        try:
-            answer = values.loads(response.body)
-        except values.Refused as error:
-            raise _Unusable(
-                "its answer is not JSON" if error.kind == "not_json" else f"its answer is unusable: {error}"
-            ) from error
-        return _samples(answer, MAX_SERVERS * 4)
+        answer = await answer_of(self.client, f"{self.url}/api/v1/query?{urlencode({'query': expr})}",
+                                 self.deadline_s, self.max_body_bytes)  # fmt: skip
+        return samples(answer, MAX_SERVERS * 4)
 
     async def read(self) -> None:
         """One round: every query at once, each within the deadline; then the views, once."""
@@ -354,8 +356,8 @@ class PrometheusReader:
         try:
             found = await asyncio.gather(*(self._query(expr) for expr in QUERIES.values()))
             rows, gpus, scraped, failed = rows_of_answers(dict(zip(QUERIES, found, strict=True)))
-        except Exception as error:  # _Unusable, or whatever else an answer causes: one sentence, never the loop's end
-            if not isinstance(error, _Unusable):
+        except Exception as error:  # Unusable, or whatever else an answer causes: one sentence, never the loop's end
+            if not isinstance(error, Unusable):
                 log.warning("reading Prometheus's answers failed", exc_info=True)
             self._failing_since = self._failing_since or now
             self.problem = Said("prometheus_unreadable", url=self.url, error=str(error) or type(error).__name__)

@@ -75,10 +75,20 @@ def samples(text: str) -> dict[str, Any]:
 
 def test_the_hubs_metrics_have_the_names_labels_and_values_the_hand_written_text_had() -> None:
     new = render_metrics(rows(), NOW).decode()
-    assert samples(new) == samples(OLD.read_text())
+    added = {"jupyter_gpumem_hub_user_group_info"}  # after the hand-written text (the report's groups)
+    assert {k: v for k, v in samples(new).items() if k not in added} == samples(OLD.read_text())
     assert len(samples(new)["jupyter_gpumem_hub_kernel_memory_used_bytes"][2]) == 2  # GPU 1's N/A: no sample
 
 
 def test_before_the_first_poll_every_family_is_described_and_has_no_sample() -> None:
     families = samples(render_metrics([], None).decode())
-    assert len(families) == 8 and all(found == [] for _, _, found in families.values())
+    assert len(families) == 9 and all(found == [] for _, _, found in families.values())
+
+
+def test_each_users_groups_are_a_series_of_one_per_group() -> None:
+    found = samples(render_metrics([], None, {"alice": ["physics", "chemistry"], "bob": [], "": ["x"]}).decode())
+    name = "jupyter_gpumem_hub_user_group_info"  # a user without groups has none; a name that is none, none
+    assert found[name][2] == [
+        (name, (("group", "chemistry"), ("user", "alice")), 1.0),
+        (name, (("group", "physics"), ("user", "alice")), 1.0),
+    ]

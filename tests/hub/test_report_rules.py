@@ -51,6 +51,7 @@ NAMES = (
     "group:jupyter_gpumem_kernel_memory_used_bytes:max5m",
     "group:jupyter_gpumem_kernel_over_budget:avg5m",
     "group:jupyter_gpumem_gpus_held:avg5m",
+    "user_group:jupyter_gpumem_hub_user_group_info:max5m",
 )
 
 
@@ -146,10 +147,18 @@ EXPECTED: dict[str, dict[str, dict[str, float]]] = {
             "dave": 60 / 60,
             "erin": 0,
         },
-        "idle GiB-hours": {"alice": 4 * (20 + 20) / 60, "bob": (1 * 30 + 2 * 25) / 60, "dave": 60 / 60, "erin": 0},
+        # carol: always busy, 0 (not N/A: her server said so)
+        "idle GiB-hours": {
+            "alice": 4 * (20 + 20) / 60,
+            "bob": (1 * 30 + 2 * 25) / 60,
+            "carol": 0,
+            "dave": 60 / 60,
+            "erin": 0,
+        },
         "peak GiB": {"alice": 4, "bob": 3, "carol": 1, "dave": 1, "erin": 0},
         "hours over budget": {"alice": 20 / 60, "bob": 0},
-        "GPU-hours": {"alice": 60 / 60, "bob": (2 * 30 + 1 * 25) / 60, "carol": 60 / 60, "dave": 60 / 60},
+        # erin: 0 bytes on her GPU, 0 GPU-hours (not N/A)
+        "GPU-hours": {"alice": 60 / 60, "bob": (2 * 30 + 1 * 25) / 60, "carol": 60 / 60, "dave": 60 / 60, "erin": 0},
     },
     "group": {
         "GiB-hours": {"physics": (240 + 140) / 60, "chemistry": (140 + 60) / 60},
@@ -189,9 +198,10 @@ WINDOWS: list[tuple[str, str, list[tuple[str, float]]]] = [
     ("user:jupyter_gpumem_kernel_memory_used_bytes:avg5m{user='bob'}", "35m", [("bob", 3 * GiB * 10 / 11)]),
     ("user:jupyter_gpumem_kernel_memory_used_bytes:avg5m{user='bob'}", "40m", [("bob", 2 * GiB / 11)]),
     ("user:jupyter_gpumem_kernel_over_budget:avg5m{user='alice'}", "20m", [("alice", 1)]),
-    # alice goes busy at 25 min: 10 of 11 samples idle; no idle memory in [25, 30]; idle again at 45: 1 of 11.
+    # alice goes busy at 25 min: 10 of 11 samples idle; no idle memory in [25, 30] (0: she was busy); idle again at
+    # 45: 1 of 11.
     ("user:jupyter_gpumem_kernel_idle_memory_used_bytes:avg5m{user='alice'}", "25m", [("alice", 4 * GiB * 10 / 11)]),
-    ("user:jupyter_gpumem_kernel_idle_memory_used_bytes:avg5m{user='alice'}", "30m", []),
+    ("user:jupyter_gpumem_kernel_idle_memory_used_bytes:avg5m{user='alice'}", "30m", [("alice", 0)]),
     ("user:jupyter_gpumem_kernel_idle_memory_used_bytes:avg5m{user='alice'}", "45m", [("alice", 4 * GiB / 11)]),
 ]  # fmt: skip
 
@@ -298,7 +308,7 @@ def query(url: str, expr: str, at: float) -> dict[str, float]:
     status, body = http(f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": expr, "time": at}))
     assert status == 200, body
     found = json.loads(body)["data"]["result"]
-    return {",".join(r["metric"].values()): float(r["value"][1]) for r in found}
+    return {key(r["metric"]): float(r["value"][1]) for r in found}
 
 
 @contextmanager
@@ -333,7 +343,12 @@ def recorded(url: str, name: str, at: float) -> dict[str, list[tuple[float, floa
     status, body = http(f"{url}/api/v1/query?{query}")
     assert status == 200, body
     found = json.loads(body)["data"]["result"]
-    return {r["metric"].get("user", r["metric"].get("group")): [(t, float(v)) for t, v in r["values"]] for r in found}
+    return {key(r["metric"]): [(t, float(v)) for t, v in r["values"]] for r in found}
+
+
+def key(labels: dict[str, str]) -> str:
+    """A series by its user or group ("physics,alice" for a membership), as ``query`` keys the rule's answer."""
+    return ",".join(v for k, v in sorted(labels.items()) if k != "__name__")
 
 
 def test_the_documented_backfill_records_the_report_for_history_before_the_rules(tmp_path: Path) -> None:
@@ -387,7 +402,7 @@ def test_the_documented_backfill_records_the_report_for_history_before_the_rules
     user, group = "user:jupyter_gpumem_", "group:jupyter_gpumem_"
     assert windows(user + "kernel_memory_used_bytes:avg5m", "alice", 0, 120) == {4 * GiB}
     assert windows(user + "kernel_idle_memory_used_bytes:avg5m", "alice", 0, 60) == {4 * GiB}
-    assert windows(user + "kernel_idle_memory_used_bytes:avg5m", "alice", 60, 120) == set()
+    assert windows(user + "kernel_idle_memory_used_bytes:avg5m", "alice", 60, 120) == {0}  # busy: 0, not absent
     assert windows(user + "kernel_over_budget:avg5m", "alice", 0, 30) == {1}
     assert windows(user + "kernel_over_budget:avg5m", "alice", 30, 120) == {0}
     assert windows(user + "kernel_memory_used_bytes:avg5m", "bob", 0, 60) == set()
@@ -398,3 +413,5 @@ def test_the_documented_backfill_records_the_report_for_history_before_the_rules
     assert windows(group + "kernel_memory_used_bytes:max5m", "physics", 60, 120) == {6 * GiB}
     assert windows(group + "kernel_over_budget:avg5m", "physics", 60, 120) == {0}
     assert windows(group + "gpus_held:avg5m", "physics", 60, 120) == {2}
+    membership = "user_group:jupyter_gpumem_hub_user_group_info:max5m"
+    assert windows(membership, "physics,alice", 0, 120) == windows(membership, "physics,bob", 0, 120) == {1}
