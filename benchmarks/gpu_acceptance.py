@@ -1,366 +1,245 @@
-"""Story S1 on a real NVIDIA GPU: does a fraction hold as nvidia-smi counts it, and how much of it can
-tensors use? Not part of CI: it needs a GPU and a framework built for it.
+"""Every check that needs a real NVIDIA GPU, as one command for a session lent a device (issues 44, 45, 46).
 
-    python benchmarks/gpu_acceptance.py [--fractions 0.25 0.5] [--frameworks torch jax tensorflow]
-                                        [--sections fractions largest] [--limits-mib 2048 8192]
+    PYTHONPATH=. python3 benchmarks/gpu_acceptance.py --out $OUT
+    python benchmarks/gpu_acceptance.py --sections driver cupy --out /tmp/gpu     # some sections
+    python benchmarks/gpu_acceptance.py --sections driver --standin my.scenario  # the driver section, stand-in
+    python benchmarks/gpu_acceptance.py --vendor                                  # copy the package's dependencies
 
-For each framework installed and each fraction, a fresh process applies `%gpumem fraction=F gpus=0`
-(through the same Controller the magic uses) before the framework starts, then allocates tensors on
-GPU 0 until the framework runs out of memory, reading NVML after every allocation. Printed per case:
-the budget, NVML's peak for the process, the tensor bytes allocated, the overhead measured outside
-the allocator's pool, whether the budget held, and the share of the budget tensors could use.
-Target: held in every case, >= 90% usable.
+Sections (benchmarks/gpu/*.py say what each measures): driver (issue 44 Must 6: what the driver answers, read
+only, and the stand-in scenario lines that answer the same), fractions, stream, cells, largest (issue 45 Must 3),
+cupy (issue 46 Must 6). Each case runs in a fresh process; each section has a wall-clock cap (CAPS_S) and the
+whole run one (--budget-s, 480 s by default), so a session lent 15 minutes of device time has room to rerun.
 
-Second section, `jupyter_gpumem.largest_batch` on the GPU (issue 36, Must 3), skipped with --sections fractions:
-a PyTorch transformer encoder (2 layers, width 512, sequence 256) and a jitted JAX MLP (784-4096-4096-10), each a
-training step, each limit in a fresh process where the framework's own cap holds it to the limit
-(torch.cuda.set_per_process_memory_fraction; XLA_PYTHON_CLIENT_MEM_FRACTION, preallocation off). largest_batch is
-called with that limit= (its 5% margin by default, verify=True), then the largest batch that actually runs under
-the cap is found by real steps, galloping from the answer and bisecting; each out-of-memory error there is caught
-and counted. Printed per case: the answer, the largest that runs, the answer's share of it, the verified peak,
-the out-of-memory errors while searching, the call's steps (compiles for JAX) and wall time.
-Target: the answer at most the largest that runs, and at least 90% of it.
+Without a GPU, each GPU section ends with one sentence and status 2 (the driver section reads whatever NVML answers,
+the stand-in included). Exit status: the worst section's (0 all within target, 1 a target missed, 2 could not run,
+3 out of time). Written under --out: gpu-results.md (the tables, as printed) and gpu-results.json (every figure).
+
+On the device only the frameworks and nvidia-ml-py are installed: the package's other import-time dependencies
+(IPython, traitlets, psutil, wcwidth, jinja2, anywidget, ...) come from build/gpu-deps, which `--vendor` fills from
+this Python's environment (no download) and the device tool carries; jupyter_gpumem/_version.py, generated at
+build time and ignored by git, is stood in for when absent.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import importlib.metadata
 import importlib.util
 import json
-import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from pathlib import Path
 from typing import Any
 
-MiB = 1024**2
-TARGET_USABLE = 0.90
-CHUNKS = (256 * MiB, 32 * MiB, 4 * MiB, MiB)  # big first, then fill the remainder finer
-LARGEST_FRAMEWORKS = ("torch", "jax")  # the largest_batch section: a PyTorch model, a jitted JAX step
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/: the gpu package of sections
+
+from gpu import common
+
+common.prepare()
+
+from gpu import cupy_section, driver, frameworks, largest  # noqa: E402
+from gpu.common import CANNOT_RUN, OK, TIMED_OUT, Deadline, Section, run_case  # noqa: E402
+
+SECTIONS = ("driver", "fractions", "stream", "cells", "largest", "cupy")
+GPU_SECTIONS = SECTIONS[1:]
+# Each section's cap in seconds, from its cases on an H100: a fresh process with a framework started takes 5-10 s;
+# fractions 6 cases (two frameworks x three asks, each filling up to half the card in 256 MiB steps, ~15 s);
+# stream and cells 2 cases of ~15 s; largest 6 cases (~15 s PyTorch, ~30 s JAX: a compile per size); cupy 4 cases
+# of ~10 s. About 5 minutes expected; the caps add up to 480 s.
+CAPS_S = {"driver": 20, "fractions": 120, "stream": 45, "cells": 45, "largest": 180, "cupy": 70}
+CASES = {
+    "probe": lambda: _probe(),
+    "driver": driver.case,
+    "fractions": frameworks.fractions_case,
+    "stream": frameworks.stream_case,
+    "cells": frameworks.cells_case,
+    "largest": largest.case,
+    "cupy_limit": cupy_section.limit_case,
+    "cupy_largest": cupy_section.largest_case,
+    "cupy_context": cupy_section.context_case,
+}
 
 
-def allocator(framework: str) -> tuple[Callable[[int], Any], type[BaseException] | tuple[type[BaseException], ...]]:
-    """A function that puts n bytes on GPU 0, and what the framework raises when it is out of memory."""
-    if framework == "torch":
-        import torch
-
-        return (lambda n: torch.empty(n, dtype=torch.uint8, device="cuda:0")), torch.cuda.OutOfMemoryError
-    if framework == "jax":
-        import jax
-        import jax.numpy as jnp
-
-        def put(n: int) -> Any:
-            return jnp.zeros((n,), dtype=jnp.uint8, device=jax.devices("gpu")[0]).block_until_ready()
-
-        return put, Exception  # XlaRuntimeError: RESOURCE_EXHAUSTED; its class moved between releases
-    import tensorflow as tf
-
-    def place(n: int) -> Any:
-        with tf.device("/GPU:0"):
-            return tf.zeros([n], dtype=tf.uint8)
-
-    return place, tf.errors.ResourceExhaustedError
-
-
-def run_case(framework: str, fraction: float) -> dict[str, Any]:
-    """In a fresh process: apply the policy, start the framework, fill GPU 0."""
-    from jupyter_gpumem.budget.policy import PolicyError, parse
-    from jupyter_gpumem.gpu.snapshot import take_snapshot
-    from jupyter_gpumem.kernel.runtime import runtime
-
-    control = runtime().control
-    name = {"torch": "pytorch"}.get(framework, framework)
-    try:
-        control.request(parse([f"fraction={fraction}", "gpus=0", f"framework={name}"]))
-    except PolicyError as error:
-        return {"error": str(error)}
-    put, out_of_memory = allocator(framework)
-    plan = control.state.plan
-    if plan is None or not plan.gpus:
-        return {"error": "no GPU to plan for"}
-    gpu = plan.gpus[0]
-    kept, allocated, nvml_peak, pool = [], 0, 0, None
-    for chunk in CHUNKS:
-        while True:
-            try:
-                kept.append(put(chunk))
-            except out_of_memory:
-                break
-            allocated += chunk
-            reading = control.read(take_snapshot())
-            own = reading.snapshot.devices[gpu.index].listed_own_bytes or 0
-            nvml_peak = max(nvml_peak, own)
-            allocation = reading.allocators.get(gpu.uuid)
-            pool = allocation.pool if allocation else pool
-    measured = control.calibration.measured(gpu.uuid)
-    return {
-        "budget": gpu.budget_bytes,
-        "nvml_peak": nvml_peak,
-        "allocated": allocated,
-        "pool": pool,
-        "overhead": measured.bytes if measured else None,
-        "planned_overhead": gpu.overhead_bytes,
-    }
-
-
-def out_of_memory(error: BaseException) -> bool:
-    """PyTorch's OutOfMemoryError, or XLA's RESOURCE_EXHAUSTED (its class moved between JAX releases)."""
-    name = type(error).__name__
-    return name == "OutOfMemoryError" or "RESOURCE_EXHAUSTED" in str(error) or "out of memory" in str(error).lower()
-
-
-def largest_model(framework: str) -> tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]], list[int], str]:
-    """A training step on GPU 0, the function that makes its arguments at batch size n, the sizes it has run at
-    (PyTorch; for a jitted JAX step largest_batch compiles, and the search's runs are not recorded) and its name."""
-    runs: list[int] = []
-    if framework == "torch":
-        import torch
-
-        torch.manual_seed(0)
-        layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.0, batch_first=True)
-        model = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).cuda()
-        optimiser = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-        def step(x: Any, y: Any) -> None:
-            runs.append(len(x))
-            optimiser.zero_grad(set_to_none=True)
-            torch.nn.functional.mse_loss(model(x), y).backward()
-            optimiser.step()
-
-        def batch_of(n: int) -> tuple[Any, ...]:
-            return torch.randn(n, 256, 512, device="cuda:0"), torch.randn(n, 256, 512, device="cuda:0")
-
-        return step, batch_of, runs, "transformer, 2 layers"
-    import jax
-    import jax.numpy as jnp
-
-    keys = jax.random.split(jax.random.PRNGKey(0), 3)
-    sizes = (784, 4096, 4096, 10)
-    params = [
-        (jax.random.normal(k, (a, b)) / a**0.5, jnp.zeros(b))
-        for k, a, b in zip(keys, sizes[:-1], sizes[1:], strict=True)
-    ]
-
-    def loss(params: Any, x: Any, y: Any) -> Any:
-        for w, b in params[:-1]:
-            x = jax.nn.relu(x @ w + b)
-        w, b = params[-1]
-        return -jnp.mean(jnp.sum(jax.nn.log_softmax(x @ w + b) * y, axis=-1))
-
-    @jax.jit
-    def jitted(params: Any, x: Any, y: Any) -> Any:
-        value, grads = jax.value_and_grad(loss)(params, x, y)
-        return jax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads), value
-
-    def batch_of(n: int) -> tuple[Any, ...]:
-        return params, jnp.ones((n, 784)), jax.nn.one_hot(jnp.zeros(n, dtype=int), 10)
-
-    return jitted, batch_of, runs, "MLP 784-4096-4096-10, jitted"
-
-
-def run_largest_case(framework: str, limit: int, fraction: float) -> dict[str, Any]:
-    """In a fresh process: the framework capped at ``fraction`` of GPU 0 (about ``limit`` bytes), largest_batch
-    under ``limit``, then the largest batch that runs under the cap, by real steps."""
-    import gc
-    import time
-
-    if framework == "jax":  # read when JAX's backend starts
-        os.environ.update(XLA_PYTHON_CLIENT_PREALLOCATE="false", XLA_PYTHON_CLIENT_MEM_FRACTION=f"{fraction:.4f}")
-    from jupyter_gpumem import largest_batch
-
-    step, batch_of, runs, model = largest_model(framework)
-    if framework == "torch":
-        import torch
-
-        torch.cuda.set_per_process_memory_fraction(fraction, 0)
-
-        def run(n: int) -> None:
-            step(*batch_of(n))
-            torch.cuda.synchronize()
-
-        def settle() -> None:
-            gc.collect()
-            torch.cuda.empty_cache()
-
-    else:
-        import jax
-
-        def run(n: int) -> None:
-            jax.block_until_ready(step(*batch_of(n)))
-
-        def settle() -> None:
-            gc.collect()
-
-    start = time.perf_counter()
-    try:
-        fit = largest_batch(step, batch_of, limit=limit, verify=True)
-    except Exception as error:
-        if not out_of_memory(error):
-            raise
-        return {"error": f"largest_batch itself ran out of memory: {str(error).splitlines()[0]}"}
-    wall = time.perf_counter() - start
-    called = list(runs) if framework == "torch" else list(fit.sizes)
-    errors = 0
-    fits: dict[int, bool] = {}
-
-    def runs_at(n: int) -> bool:
-        nonlocal errors
-        if n not in fits:
-            try:
-                run(n)
-                fits[n] = True
-            except Exception as error:
-                if not out_of_memory(error):
-                    raise
-                errors += 1
-                fits[n] = False
-            settle()
-        return fits[n]
-
-    answer = fit.batch_size
-    truth = 0
-    if answer:
-        # Gallop from the answer (up by half, or down by halves), then bisect.
-        if runs_at(answer):
-            low, high = answer, answer * 3 // 2 + 1
-            while runs_at(high):
-                low, high = high, high * 3 // 2 + 1
-        else:
-            low, high = answer // 2, answer
-            while low > 0 and not runs_at(low):
-                low, high = low // 2, low
-        while high - low > 1:
-            middle = (low + high) // 2
-            low, high = (middle, high) if runs_at(middle) else (low, middle)
-        truth = low
-    return {
-        "model": model,
-        "answer": answer,
-        "truth": truth,
-        "verified": fit.verified_bytes,
-        "margin": fit.margin_bytes,
-        "errors": errors,
-        "steps": len(called),
-        "largest_run": max(called, default=0),
-        "wall_s": wall,
-        "problem": fit.problem,
-    }
-
-
-def fractions_section(args: argparse.Namespace) -> int:
-    """Story S1: the budget held, and how much of it tensors use. Returns the failures."""
-    header = f"{'framework':<11}{'fraction':>9}{'budget':>10}{'NVML peak':>11}{'tensors':>10}{'overhead':>10}"
-    print(header + f"{'held':>6}{'usable':>8}")
-    failures = 0
-    for framework in args.frameworks:
-        if importlib.util.find_spec(framework) is None:
-            print(f"{framework:<11} not installed")
-            continue
-        for fraction in args.fractions:
-            done = subprocess.run(
-                [sys.executable, __file__, "--case", framework, str(fraction)], capture_output=True, text=True
-            )
-            try:
-                result = json.loads(done.stdout.strip().splitlines()[-1])
-            except (IndexError, ValueError):
-                result = {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
-            if "error" in result:
-                print(f"{framework:<11}{fraction:>9g}  {result['error']}")
-                failures += 1
-                continue
-            held = result["nvml_peak"] <= result["budget"]
-            usable = result["allocated"] / result["budget"]
-            overhead = "N/A" if result["overhead"] is None else f"{result['overhead'] // MiB}"
-            failures += not held or usable < TARGET_USABLE
-            print(
-                f"{framework:<11}{fraction:>9g}{result['budget'] // MiB:>10}{result['nvml_peak'] // MiB:>11}"
-                f"{result['allocated'] // MiB:>10}{overhead:>10}{'yes' if held else 'NO':>6}{usable:>8.0%}"
-            )
-    print(f"(MiB. Target: held in every case and >= {TARGET_USABLE:.0%} of the budget usable by tensors.)")
-    return failures
-
-
-def largest_section(args: argparse.Namespace, total_bytes: int) -> int:
-    """Issue 36: largest_batch's answer against the largest batch that runs under the same limit."""
-    print()
-    print(
-        f"{'framework':<11}{'limit':>7}{'answer':>8}{'runs':>7}{'share':>7}{'verified':>9}{'OOMs':>6}"
-        f"{'steps':>6}{'wall s':>7}  model"
-    )
-    failures = cases = good = 0
-    for framework in LARGEST_FRAMEWORKS:
-        if importlib.util.find_spec(framework) is None:
-            print(f"{framework:<11} not installed")
-            continue
-        for limit_mib in args.limits_mib:
-            cases += 1
-            fraction = limit_mib * MiB / total_bytes
-            done = subprocess.run(
-                [sys.executable, __file__, "--largest-case", framework, str(limit_mib), f"{fraction:.6f}"],
-                capture_output=True,
-                text=True,
-            )
-            try:
-                result = json.loads(done.stdout.strip().splitlines()[-1])
-            except (IndexError, ValueError):
-                result = {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
-            if "error" in result:
-                print(f"{framework:<11}{limit_mib:>7}  {result['error']}")
-                failures += 1
-                continue
-            answer, truth = result["answer"], result["truth"]
-            passed = truth > 0 and TARGET_USABLE * truth <= answer <= truth
-            good += passed
-            failures += not passed
-            share = f"{answer / truth:.0%}" if truth else "-"
-            verified = "N/A" if result["verified"] is None else f"{result['verified'] // MiB}"
-            note = f"; {result['problem']}" if result["problem"] else ""
-            print(
-                f"{framework:<11}{limit_mib:>7}{answer:>8}{truth:>7}{share:>7}{verified:>9}{result['errors']:>6}"
-                f"{result['steps']:>6}{result['wall_s']:>7.1f}  {result['model']}{'' if passed else ' FAIL'}{note}"
-            )
-    print(
-        f"(MiB. runs: the largest batch that runs under the framework's cap at the limit; OOMs: out-of-memory "
-        f"errors caught while searching for it. Target: answer <= runs and >= {TARGET_USABLE:.0%} of it.)"
-    )
-    print(f"largest_batch on the GPU: {good}/{cases} cases within target")
-    return failures
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fractions", type=float, nargs="+", default=[0.25, 0.5])
-    parser.add_argument("--frameworks", nargs="+", default=["torch", "jax", "tensorflow"])
-    parser.add_argument("--sections", nargs="+", choices=["fractions", "largest"], default=["fractions", "largest"])
-    parser.add_argument("--limits-mib", type=int, nargs="+", default=[2048, 8192])
-    parser.add_argument("--case", nargs=2, metavar=("FRAMEWORK", "FRACTION"), help=argparse.SUPPRESS)
-    parser.add_argument(
-        "--largest-case", nargs=3, metavar=("FRAMEWORK", "LIMIT_MIB", "FRACTION"), help=argparse.SUPPRESS
-    )
-    args = parser.parse_args()
-    if args.case:
-        print(json.dumps(run_case(args.case[0], float(args.case[1]))))
-        return
-    if args.largest_case:
-        framework, limit_mib, fraction = args.largest_case
-        print(json.dumps(run_largest_case(framework, int(limit_mib) * MiB, float(fraction))))
-        return
-
+def _probe() -> dict[str, Any]:
+    """GPU 0 as jupyter-gpumem sees it, or why there is no real GPU to measure."""
     from jupyter_gpumem.gpu.snapshot import take_snapshot
 
     snapshot = take_snapshot()
-    if snapshot.problem or not snapshot.devices or snapshot.simulated_scenario:
-        print(f"No real NVIDIA GPU here ({snapshot.problem or 'stand-in NVML or no GPUs'}); nothing was measured.")
-        sys.exit(2)
+    if snapshot.problem or not snapshot.devices:
+        why = "no NVIDIA driver answers here" if snapshot.problem else "NVML lists no GPU"
+        return {"error": why, "problem": snapshot.problem}
     device = snapshot.devices[0]
-    print(f"GPU 0: {device.name}, {(device.total_bytes or 0) // MiB} MiB, driver {snapshot.driver_version}")
-    failures = 0
-    if "fractions" in args.sections:
-        failures += fractions_section(args)
-    if "largest" in args.sections:
-        failures += largest_section(args, device.total_bytes or 0)
-    sys.exit(1 if failures else 0)
+    return {
+        "name": device.name,
+        "total": device.total_bytes,
+        "driver": snapshot.driver_version,
+        "simulated": snapshot.simulated_scenario,
+    }
+
+
+def markdown(section: Section) -> str:
+    lines = [f"### {section.title}", ""]
+    if section.rows:
+        width = len(section.columns)
+        lines.append("| " + " | ".join(section.columns) + " |")
+        lines.append("|" + "---|" * width)
+        for row in section.rows:
+            cells = [c.replace("|", "\\|") for c in row] + [""] * (width - len(row))
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += [*section.notes, ""] if section.notes else []
+    state = "within target" if section.status == OK else section.sentence.rstrip(".")
+    lines.append(f"**{section.name}: status {section.status}** ({state}; {section.wall_s:.0f} s)")
+    return "\n".join(lines) + "\n"
+
+
+def run_section(name: str, args: argparse.Namespace, probe: dict[str, Any], budget: Deadline) -> Section:
+    deadline = Deadline(min(CAPS_S[name], budget.left()))
+    start = time.monotonic()
+    if name == "driver":
+        section = driver.section(deadline, probe.get("simulated"))
+    elif "error" in probe or probe.get("simulated"):
+        why = probe.get("error") or f"the stand-in NVML answers here ({probe['simulated']}), not a real GPU"
+        sentence = f"The {name} section needs a real GPU and ran nothing: {why}."
+        section = Section(name, name, []).fail(CANNOT_RUN, sentence)
+    elif name == "fractions":
+        section = frameworks.fractions_section(args, deadline)
+    elif name == "stream":
+        section = frameworks.stream_section(args, deadline)
+    elif name == "cells":
+        section = frameworks.cells_section(args, deadline)
+    elif name == "largest":
+        section = largest.section(args, deadline, probe["total"])
+    else:
+        section = cupy_section.section(args, deadline)
+    if any(case.get("timed_out") for case in section.data):
+        section.fail(
+            TIMED_OUT, f"Cases ran out of the section's {deadline.seconds:.0f} s: rerun it alone (--sections {name})."
+        )
+    section.wall_s = time.monotonic() - start
+    return section
+
+
+def vendor(target: Path) -> None:
+    """Copy the package's import-time dependencies (not the frameworks, not nvidia-ml-py) from this Python's
+    environment into ``target``, for a device that has only the frameworks."""
+    names = subprocess.run(
+        [sys.executable, "-c", VENDOR_LIST, str(common.REPO)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    distributions = importlib.metadata.packages_distributions()
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        if spec.submodule_search_locations:
+            source = Path(next(iter(spec.submodule_search_locations)))
+            shutil.copytree(source, target / source.name, ignore=shutil.ignore_patterns("__pycache__", "tests"))
+        else:
+            shutil.copy2(spec.origin, target / Path(spec.origin).name)
+        for distribution in distributions.get(name, []):  # some read their own version from it (anywidget)
+            found = Path(str(importlib.metadata.distribution(distribution)._path))  # type: ignore[attr-defined]
+            if not (target / found.name).exists():
+                shutil.copytree(found, target / found.name)
+    size = sum(f.stat().st_size for f in target.rglob("*") if f.is_file())
+    print(f"{len(names)} modules into {target} ({size / 2**20:.1f} MiB): {' '.join(names)}")
+
+
+VENDOR_LIST = """
+import sys
+sys.path.insert(0, sys.argv[1])
+before = set(sys.modules)
+import jupyter_gpumem.kernel.largest, jupyter_gpumem.kernel.recorder, jupyter_gpumem.kernel.protocol
+import jupyter_gpumem.frameworks.cupy, jupyter_gpumem.gpu.snapshot
+import jinja2, markupsafe, fastjsonschema  # imported on first use (HTML outputs, the wire's checks)
+skip = set(sys.stdlib_module_names) | {"jupyter_gpumem", "pynvml", "torch", "jax", "jaxlib", "cupy", "numpy"}
+print(*sorted({m.split(".")[0] for m in set(sys.modules) - before} - skip - {""}))
+"""
+
+
+def parse_arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--out", type=Path, help="a folder for gpu-results.md and gpu-results.json")
+    parser.add_argument("--frameworks", nargs="+", choices=["torch", "jax"], default=["torch", "jax"])
+    parser.add_argument("--fractions", type=float, nargs="+", default=[0.25, 0.5])
+    parser.add_argument("--limit-mib", type=int, default=8192, help="the limit= of the fractions and cupy sections")
+    parser.add_argument("--limits-mib", type=int, nargs="+", default=[4096], help="the largest section's limits")
+    parser.add_argument("--budget-s", type=float, default=480.0, help="the whole run's wall-clock cap")
+    parser.add_argument("--standin", type=Path, help="run on the stand-in NVML with this scenario file")
+    parser.add_argument("--vendor", nargs="?", const=common.DEPS, type=Path, help="copy the dependencies, then stop")
+    parser.add_argument("--case", nargs=2, metavar=("KIND", "JSON"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if any(not 0 < f <= 1 for f in args.fractions):
+        parser.error("each of --fractions is above 0 and at most 1")
+    if args.limit_mib <= 0 or any(limit <= 0 for limit in args.limits_mib) or args.budget_s <= 0:
+        parser.error("--limit-mib, --limits-mib and --budget-s take positive numbers")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    args = parse_arguments(argv)
+    if args.case:
+        common.case_main(args.case[0], args.case[1], CASES)
+        return 0
+    if args.vendor:
+        vendor(args.vendor)
+        return 0
+    if args.standin:
+        from _standin import ensure
+
+        ensure(args.standin.read_text())
+    missing = common.missing_modules()
+    if missing:
+        print(
+            f"jupyter_gpumem cannot be imported here: {', '.join(missing)} missing. Run `python "
+            f"benchmarks/gpu_acceptance.py --vendor` where they are installed and carry build/gpu-deps along."
+        )
+        return CANNOT_RUN
+    budget = Deadline(args.budget_s)
+    probe = run_case("probe", {}, budget)
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    card = "no GPU" if "error" in probe else f"{probe['name']}, {probe['total'] // 2**20} MiB, driver {probe['driver']}"
+    head = f"## Run of {started}: {card}\n"
+    print(head, flush=True)
+    report, results = [head], []
+    for name in args.sections:
+        section = run_section(name, args, probe, budget)
+        text = markdown(section)
+        print(text, flush=True)
+        report.append(text)
+        results.append(section)
+    summary = ["| section | status | sentence |", "|---|---|---|"]
+    summary += [f"| {s.name} | {s.status} | {s.sentence or 'within target'} |" for s in results]
+    print("\n".join(summary))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "gpu-results.md").write_text("\n".join([*report, *summary]) + "\n")
+        document = {
+            "started": started,
+            "probe": probe,
+            "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+            "sections": {
+                s.name: {
+                    "status": s.status,
+                    "sentence": s.sentence,
+                    "wall_s": round(s.wall_s, 1),
+                    "columns": s.columns,
+                    "rows": s.rows,
+                    "notes": s.notes,
+                    "cases": s.data,
+                }
+                for s in results
+            },
+        }
+        (args.out / "gpu-results.json").write_text(json.dumps(document, indent=1) + "\n")
+    return max((s.status for s in results), default=OK)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

@@ -53,6 +53,9 @@ class Adapter(ABC):
     aliases: tuple[str, ...] = ()  # other spellings framework= takes ("tf"); its key and its module count already
     threads: bool  # threads=, intra=, inter= set its CPU thread pools (the magic's help lists those that do)
     growth: str  # what growth=on|off does to it, for the magic's help (N_): "off takes the pool at start"
+    # step_peak's count of one size moves with what ran before (a BFC allocator counts the chunks it handed out):
+    # largest_batch counts its answer thrice, after other steps. False where it counts what tensors asked for.
+    count_moves: bool = True
 
     @property
     def default_phrase(self) -> Said:

@@ -2,8 +2,9 @@
 
 CuPy never preallocates: its default memory pool takes device memory as arrays need it and keeps what they free
 for reuse, without a cap. A budget is the pool's limit: CUPY_GPU_MEMORY_LIMIT, which CuPy reads as it makes each
-GPU's pool (at the first array there, so also after `import cupy`), and ``MemoryPool.set_limit(size=...)`` for a
-pool already made (it takes a new limit at any time, as PyTorch does). The pinned (host) memory pool is left
+GPU's pool (at the first array there, or the first figure asked of it: so also after `import cupy`), and, once CuPy
+is imported, ``MemoryPool.set_limit(size=...)`` on device 0's pool, made or not (it takes a new limit at any time,
+as PyTorch does; a pool made before the variable was set never reads it). The pinned (host) memory pool is left
 alone: it is the CPU's memory. What is fixed when CUDA starts is which GPUs it sees (CUDA_VISIBLE_DEVICES).
 
 CuPy counts no peak and tells its figures for the current device only; asking a device's pool anything makes it
@@ -38,10 +39,10 @@ GPU_DISTRIBUTIONS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy-rocm-
 class CupyConfig(Protocol):
     def version(self) -> str: ...
     def available(self) -> bool: ...  # cupy.cuda.is_available(): a GPU and a driver it can use; starts no context
-    def started(self) -> bool: ...  # its pool on device 0 holds memory; never starts CUDA
+    def started(self) -> bool: ...  # its pool on device 0 holds memory (makes that pool); never starts CUDA
     def pool(self) -> tuple[int, int]: ...  # used, held (total) bytes of device 0's pool; started only
     def limit(self) -> int: ...  # device 0's pool limit in bytes, 0: none; started only
-    def set_limit(self, size: int) -> None: ...  # device 0's pool; started only
+    def set_limit(self, size: int) -> None: ...  # device 0's pool, made here if it is not yet; available only
     def free_blocks(self) -> None: ...  # the pool's free blocks back to the driver; started only
     def count(self, run: Callable[[], object]) -> int: ...  # the pool's peak in use while run() runs; available only
 
@@ -86,10 +87,11 @@ class RealCupyConfig:
 
     def count(self, run: Callable[[], object]) -> int:
         cupy = self._cupy
-        peak = PeakHook(cupy.get_default_memory_pool().used_bytes())
-        with cupy.cuda.Device(0), peak.installed(cupy.cuda.memory_hook.MemoryHook):
-            run()
-            cupy.cuda.Device(0).synchronize()
+        with cupy.cuda.Device(0):
+            peak = PeakHook(cupy.get_default_memory_pool().used_bytes())  # device 0's pool, as the hook counts
+            with peak.installed(cupy.cuda.memory_hook.MemoryHook):
+                run()
+                cupy.cuda.Device(0).synchronize()
         return peak.peak
 
 
@@ -114,11 +116,14 @@ class PeakHook:
         class Hook(base):  # type: ignore[misc]
             name = "jupyter_gpumem_peak"
 
+            # Device 0's blocks only: the figures here are its pool's (a step may place arrays on other GPUs).
             def malloc_postprocess(self, **call: Any) -> None:
-                counter.malloc(int(call["mem_size"]))
+                if call.get("device_id", 0) == 0:
+                    counter.malloc(int(call["mem_size"]))
 
             def free_postprocess(self, **call: Any) -> None:
-                counter.free(int(call["mem_size"]))
+                if call.get("device_id", 0) == 0:
+                    counter.free(int(call["mem_size"]))
 
         return Hook()
 
@@ -134,6 +139,7 @@ class CuPy(Adapter):
     free_earlier = None  # no pool taken at start: what arrays free stays in its pool until %gpumem free
     threads = False
     growth = N_("always allocates on demand, so growth= changes nothing")
+    count_moves = False  # its hook counts the blocks the pool hands out, the same every time
 
     def __init__(self, config: CupyConfig | None = None):
         self.config: CupyConfig = config or RealCupyConfig()
@@ -176,8 +182,12 @@ class CuPy(Adapter):
                     "its budget (the larger GPUs keep some of theirs unused)."
                 ).format(limit=format_mib(limit))
             )
-        if limit is not None and self.initialised():
-            self.config.set_limit(limit)  # the pool already made; CuPy takes a new limit at any time
+        if limit is not None and self.imported() and self.config.available():
+            # Device 0's pool reads the variable once, as it is made, and anything may have made it since the import
+            # (a figure asked of it, an array): the limit is set on it, which makes it where it is not made yet and
+            # starts no CUDA context (a size, not a share). CuPy takes a new limit at any time.
+            self.config.set_limit(limit)
+        if limit is not None and self.imported() and self.initialised():
             held = self.config.pool()[1]
             if held > limit:
                 notes.append(

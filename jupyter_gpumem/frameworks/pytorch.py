@@ -132,6 +132,7 @@ class PyTorch(Adapter):
     free_earlier = None  # no pool taken at start: what tensors free stays cached (fragmentation is its cause)
     threads = True
     growth = N_("always allocates on demand; on turns on expandable segments")
+    count_moves = False  # MemTracker and the caching allocator count what tensors asked for, the same every time
 
     def __init__(self, config: TorchConfig | None = None):
         self.config: TorchConfig = config or RealTorchConfig()

@@ -68,7 +68,6 @@ MESSAGES = (
     _("Not read yet."),
     _("Filter: user, server, kernel, problem"),
     _("Filter rows"),
-    _("Report"),  # the link to the report page (report.html)
     *(c.title for c in COLUMNS),
     # What the table's cells say besides figures.
     _("(default)"),

@@ -1,12 +1,14 @@
 """The fleet's report (docs/hub.md, "The report"): per user and per JupyterHub group, over the last day, 7 days,
 30 days or two dates, the GPU memory held (GiB-hours), of it in idle kernels, the peak, the hours over budget and
-the GPU-hours, from report-rules.yml's 5-minute series in Prometheus; a chart of the top holders; a CSV for
-chargeback.
+the GPU-hours, from report-rules.yml's series in Prometheus; a chart of the top holders; a CSV for chargeback.
 
-Each figure is one instant query at the range's end over a recorded series (``sum_over_time`` or
-``max_over_time``: a month is 8,640 samples a series), all at once within the deadline, then one range query for the
-chart; Prometheus's answers are read as the page's are (prometheus_reader.py: a deadline, a size cap, the shape
-checked) and each label and value checked before it counts. Figures stay numbers (``Report``) until the edge:
+Each figure is one instant query over the recorded series: the whole hours of the range from the hourly series (a
+month is 720 samples a series), the partial hours at its ends from the 5-minute ones (``sum_over_time`` or
+``max_over_time`` of each piece, at its own time with ``@``), so a figure is exact to the 5-minute step, as the
+5-minute series alone would give it. Which hours the hourly series hold, the rules' clock says (one query before
+the figures'). The figures' queries run all at once within the deadline, then one range query for the chart;
+Prometheus's answers are read as the page's are (prometheus_reader.py: a deadline, a size cap, the shape checked)
+and each label and value checked before it counts. Figures stay numbers (``Report``) until the edge:
 ``html``, ``as_json`` and ``csv_text`` word and format them, in the page's language, with units.py. A figure
 Prometheus has no series for is None, shown "N/A", never 0.
 """
@@ -19,10 +21,12 @@ import io
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -44,6 +48,8 @@ def _(message: str) -> str:
 
 
 STEP_S = 300  # report-rules.yml's interval: each recorded sample stands for the 5 minutes before it
+HOUR_S = 3600  # its hourly group's interval
+HOUR_LAG_S = 300  # an hourly sample at T holds the 5-minute samples of (T - HOUR_S - HOUR_LAG_S, T - HOUR_LAG_S]
 HOURS_PER_STEP = STEP_S / 3600
 MAX_DAYS = 400  # beyond any retention worth a report; a range is refused past it
 TOP = 10  # users in the chart
@@ -59,6 +65,12 @@ FIGURES: dict[str, tuple[str, str, float]] = {
     "gpu_hours": ("jupyter_gpumem_gpus_held:avg5m", "sum", HOURS_PER_STEP),
 }
 MEMBERSHIP = "user_group:jupyter_gpumem_hub_user_group_info:max5m"
+# Each 5-minute series' hourly roll-up (its :avg5m samples added, its :max5m ones' most), and the hours evaluated.
+HOURLY = {
+    **{series: series.replace(":avg5m", ":sum1h").replace(":max5m", ":max1h") for series, _, _ in FIGURES.values()},
+    MEMBERSHIP: MEMBERSHIP.replace(":max5m", ":max1h"),
+}
+CLOCK = "jupyter_gpumem_report_hour"
 CSV_COLUMNS = ("user", "groups", *FIGURES)
 # The chart's step: the first of these that gives at most CHART_POINTS points over the range.
 CHART_STEPS_S = (300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400)
@@ -95,7 +107,11 @@ class Range:
 
 
 def _date(text: str) -> datetime:
+    """A date as YYYY-MM-DD exactly (as the page's date input sends it), not after the year 9998: the day after it
+    must still be a date."""
     try:
+        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text) or text >= "9999":
+            raise ValueError(text)
         return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
     except ValueError:
         raise Refused(_("{value} is not a date (YYYY-MM-DD)."), value=text[:40]) from None
@@ -116,7 +132,7 @@ def parse_range(args: Mapping[str, str], now: float) -> Range:
             raise Refused(_("The range starts after now."))
         return Range(start.timestamp(), min(end.timestamp(), now), None, first or last, last or first)
     text = args.get("days", "7").strip()
-    if not (text.isdigit() and 1 <= int(text) <= MAX_DAYS):
+    if not (re.fullmatch(r"[0-9]{1,4}", text) and 1 <= int(text) <= MAX_DAYS):  # ASCII digits: "²" is a digit too
         raise Refused(_("{value} is not a number of days from 1 to {most}."), value=text[:40], most=MAX_DAYS)
     return Range(now - int(text) * 86400, now, int(text))
 
@@ -161,6 +177,56 @@ def _regex(names: list[str]) -> str:
     special = set("\\.+*?()|[]{}^$")
     alternation = "|".join("".join("\\" + c if c in special else c for c in name) for name in names)
     return json.dumps(alternation)  # PromQL's double-quoted strings escape as JSON's do
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """How a range ``(start, end]`` (milliseconds) is read: ``hours``, runs of consecutive hourly samples (the first's
+    and the last's times), and ``steps``, the rest of the range from the 5-minute series, as ``(after, until]``."""
+
+    hours: list[tuple[int, int]]
+    steps: list[tuple[int, int]]
+
+
+def pieces(start_ms: int, end_ms: int, clock_ms: list[int]) -> Pieces:
+    """Every hour the clock says was evaluated whose 5-minute samples lie in the range, the first ones first, none
+    overlapping another (a backfill evaluated at another offset than Prometheus: its hours are read from the 5-minute
+    series); what they leave, 5-minute pieces."""
+    hour, lag = HOUR_S * 1000, HOUR_LAG_S * 1000
+    hours: list[tuple[int, int]] = []
+    steps: list[tuple[int, int]] = []
+    covered, previous = start_ms, None
+    for t in sorted(set(clock_ms)):
+        after, until = t - hour - lag, t - lag
+        if after < covered or until > end_ms:
+            previous = t  # a run read as one range must hold no sample it skips
+            continue
+        if after > covered:
+            steps.append((covered, after))
+        if hours and hours[-1][1] == previous == t - hour:
+            hours[-1] = (hours[-1][0], t)
+        else:
+            hours.append((t, t))
+        covered, previous = until, t
+    if covered < end_ms:
+        steps.append((covered, end_ms))
+    return Pieces(hours, steps)
+
+
+def _over(how: str, series: str, window_ms: int, until_ms: int) -> str:
+    return f"{how}_over_time({series}[{max(1, window_ms)}ms] @ {until_ms / 1000:.3f})"
+
+
+def expression(how: str, level: str, series: str, by: str, plan: Pieces) -> str:
+    """One figure over the range, per ``by``: each piece's ``how`` over its samples (the hours' from ``HOURLY``),
+    each piece's answer labelled apart so that ``or`` keeps them all, then ``how`` across the pieces."""
+    hourly = f"{level}:{HOURLY[series]}" if level else HOURLY[series]
+    # A run's samples, from its first (a millisecond before it holds none) to its last; a piece's samples in
+    # (after, until] (Prometheus 2's ranges hold both ends: a millisecond less).
+    terms = [_over(how, hourly, last - first + 1, last) for first, last in plan.hours]
+    terms += [_over(how, f"{level}:{series}" if level else series, b - a - 1, b) for a, b in plan.steps]
+    labelled = " or ".join(f'label_replace({e}, "piece", "{i}", "", "")' for i, e in enumerate(terms))
+    return f"{how} by ({by}) ({labelled})"
 
 
 @dataclass(frozen=True)
@@ -242,22 +308,48 @@ class Reporter:
             for days in CHOICES_DAYS:
                 r = parse_range({"days": str(days)}, time.time())
                 try:
-                    figures = await self._figures(r)
-                    self._keep(("figures", *self._range_key(r)), figures)
+                    key = ("figures", *self._range_key(r))
+                    kept = self._kept.get(key)
+                    if kept is None or not kept[1].done():
+                        # None yet (the service just started), or a request's in the making: made once, shared
+                        figures = await self._kept_or(key, partial(self._figures, r))
+                    elif time.monotonic() - kept[0] < self.keep_s / 2:
+                        figures = kept[1].result()  # a request's, just made
+                    else:
+                        figures = await self._figures(r)  # requests meanwhile get the kept one
+                        self._keep(key, figures)
                     key = ("report", None, *self._range_key(r), figures.made)
                     self._keep(key, await self._report(figures, None))
                 except Exception as error:  # Unusable, or a bug of ours: said, and tried again
                     log.warning("the %d-day report could not be made: %s", days, error)
             await asyncio.sleep(self.keep_s * 0.8)
 
+    async def _clock(self, start_ms: int, end_ms: int) -> list[int]:
+        """The times (ms) of the hourly samples whose hours may lie in the range."""
+        last = end_ms + HOUR_LAG_S * 1000
+        expr = f"{CLOCK}[{last - start_ms}ms]"
+        answer = await self._get("query", {"query": expr, "time": f"{last / 1000:.3f}"})
+        data = answer.get("data") if isinstance(answer, dict) and answer.get("status") == "success" else None
+        result = data.get("result") if isinstance(data, dict) and data.get("resultType") == "matrix" else None
+        if not isinstance(result, list):
+            raise Unusable("it answered something that is not a query's result")
+        times: list[int] = []
+        for item in result[:4]:  # one series, a few where external labels tell Prometheus servers apart
+            points = item.get("values") if isinstance(item, dict) else None
+            for point in points[: 2 * MAX_DAYS * 24] if isinstance(points, list) else []:
+                if isinstance(point, list) and len(point) == 2 and isinstance(point[0], int | float):
+                    times.append(round(point[0] * 1000))
+        return times
+
     async def _figures(self, r: Range) -> Figures:
-        window = f"{max(1, round((r.end - r.start) * 1000) - 1)}ms"  # (start, end]: the samples of 5 minutes in it
+        start_ms, end_ms = round(r.start * 1000), round(r.end * 1000)
+        plan = pieces(start_ms, end_ms, await self._clock(start_ms, end_ms))
         exprs = {
-            (level, name): f"{how}_over_time({level}:{series}[{window}])"
+            (level, name): expression(how, level, series, level, plan)
             for level in ("user", "group")
             for name, (series, how, _) in FIGURES.items()
         }
-        exprs[("membership", "")] = f"max by (user, group) (max_over_time({MEMBERSHIP}[{window}]))"
+        exprs[("membership", "")] = expression("max", "", MEMBERSHIP, "user, group", plan)
         answers = dict(zip(exprs, await asyncio.gather(*(self._vector(e, r.end) for e in exprs.values())), strict=True))
         membership: dict[str, set[str]] = {}
         for labels, _value in answers[("membership", "")]:
@@ -407,7 +499,8 @@ def _columns(level: str, say: Words) -> list[tuple[str, str, bool]]:
         (n, say(GROUP_OVER_BUDGET if level == "group" and n == "over_budget_hours" else w), True)
         for n, w in FIGURE_WORDS.items()
     ]
-    return [("name", say(name), False), ("members", say(members), False), *figures]
+    # A group's members are a count (numeric: sorted as a number); a user's are their groups' names.
+    return [("name", say(name), False), ("members", say(members), level == "group"), *figures]
 
 
 def _cells(line: Line, level: str) -> dict[str, tuple[str, float | str | None]]:
@@ -458,7 +551,9 @@ def chart_data(report: Report, say: Words) -> dict[str, Any]:
     return {
         "times": [datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S") for t in report.chart_times],
         "series": [
-            {"name": user, "gib": [None if v is None else round(v, 4) for v in held]} for user, held in report.chart
+            # plotly reads a trace's name as HTML (its legend and hover render <a>, <b>, <br>): a user's name is text.
+            {"name": escape(user, quote=False), "gib": [None if v is None else round(v, 4) for v in held]}
+            for user, held in report.chart
         ],
         "title": say(
             _("GPU memory held by the top holders, averaged over {step}"),
@@ -513,7 +608,11 @@ def _table(found: list[Line], level: str, say: Words) -> str:
         for k, h, n in columns
     )
     rows = []
-    for line in sorted(found, key=lambda x: (-(x.figures["memory_gib_hours"] or -1), x.name)):
+    # As the page sorts: by memory held, largest first, N/A last (a 0 is a figure: before N/A).
+    by_memory = sorted(
+        found, key=lambda x: (x.figures["memory_gib_hours"] is None, -(x.figures["memory_gib_hours"] or 0), x.name)
+    )
+    for line in by_memory:
         cells = _cells(line, level)
         tds = []
         for k, _h, numeric in columns:

@@ -72,10 +72,17 @@ class GpuRow:
 MAX_BYTES = 2**44
 MAX_KERNELS = 1000  # per server: the page and the metrics stay bounded whatever one body says
 MAX_GPUS = 64
+LAST_TIME = 95_617_584_000  # 5000-01-01 UTC: a time of day past it is no server's
 # Kernel ids are UUIDs, GPU UUIDs "GPU-<uuid>" or "MIG-<uuid>": printable ASCII without markup, bounded (also
 # what prometheus_reader.py accepts in those labels).
 ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,95}")
 NAME = re.compile(r"[^\x00-\x1f\x7f<>]{1,128}")
+
+
+def _plausible_time(t: float) -> bool:
+    """A time.time() a server could send: finite, not before 1970, before the year 5000 (a time of day is made of
+    it on the page: datetime cannot make one past the year 9999)."""
+    return math.isfinite(t) and 0 <= t < LAST_TIME
 
 
 def _values_problem(body: ServerBody) -> Said | None:
@@ -89,6 +96,9 @@ def _values_problem(body: ServerBody) -> Said | None:
             most_kernels=MAX_KERNELS,
             most_gpus=MAX_GPUS,
         )
+    stalled = body.get("stalled_since")
+    if stalled is not None and not _plausible_time(stalled):
+        return Said("body_not_time", field="stalled_since")
     sizes: list[tuple[str, Any]] = []
     for i, gpu in enumerate(body["gpus"]):
         where = f"gpus[{i}]"
@@ -104,7 +114,7 @@ def _values_problem(body: ServerBody) -> Said | None:
         if len(kernel["gpus"]) > MAX_GPUS:
             return Said("body_kernel_on_too_many", field=where, gpus=len(kernel["gpus"]), most_gpus=MAX_GPUS)
         last = kernel["last_activity"]
-        if last is not None and not (math.isfinite(last) and last >= 0):
+        if last is not None and not _plausible_time(last):
             return Said("body_not_time", field=f"{where}.last_activity")
         sizes.append((f"{where}.ceiling.max_limit_bytes", kernel["ceiling"]["max_limit_bytes"]))
         for j, on in enumerate(kernel["gpus"]):

@@ -27,7 +27,7 @@ from IPython import get_ipython
 from jupyter_gpumem.budget import batchfit
 from jupyter_gpumem.budget.batchfit import Fit, Limit
 from jupyter_gpumem.budget.overhead import estimate
-from jupyter_gpumem.frameworks import Adapter, Jax, PyTorch
+from jupyter_gpumem.frameworks import Adapter, Jax
 from jupyter_gpumem.frameworks.base import Peak
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.i18n import pgettext
@@ -296,12 +296,17 @@ def measured(
         # not fit: each size run is one the points so far predict will fit (issue 45).
         def step_at(n: int) -> int:
             peak = measure(n)
-            return peak.bytes if peak.bytes is not None else found.bytes + 1  # not counted: taken as not fitting
+            if peak.bytes is None:  # never a made-up figure: no answer, and why, as for a size measured above
+                raise _NotCounted(peak.how)
+            return peak.bytes
 
-        # PyTorch counts what its tensors asked for, the same every time; a BFC allocator (TensorFlow's, XLA's)
-        # counts the chunks it handed out, which depend on what ran before: its answer is counted thrice.
-        recount = 0 if isinstance(adapter, PyTorch) else 2
-        checked = batchfit.checked_largest(step_at, points, found.bytes, spare, at_most=at_most, recount=recount)
+        # Where the count of one size moves with what ran before (frameworks/base.py count_moves), the answer is
+        # counted thrice.
+        recount = 2 if adapter.count_moves else 0
+        try:
+            checked = batchfit.checked_largest(step_at, points, found.bytes, spare, at_most=at_most, recount=recount)
+        except _NotCounted as not_counted:
+            return _with(result, points=tuple(points), counted="", problem=str(not_counted))
         points.extend(checked.counted)
         answer = checked.batch_size
         line = batchfit.fit(points, found.bytes - spare - checked.widened_bytes)
@@ -480,6 +485,10 @@ def _not_linear(fit: Fit, count: int) -> str:
     ).format(off=off)
 
 
+class _NotCounted(Exception):
+    """A check's step whose peak the framework could not count: its sentence."""
+
+
 def _checks(result: BatchFit) -> list[str]:
     """What the check of a step's answer found, where it was more than one step that fitted."""
     notes = []
@@ -500,7 +509,7 @@ def _checks(result: BatchFit) -> list[str]:
                 "peak is not on the line there (an allocator that rounds its blocks up, a step that changes shape). "
                 "{count} sizes were counted near the answer, each predicted to fit from the counts before it: the "
                 "answer is the largest counted to fit."
-            ).format(size=n, peak=format_mib(peak), count=len(result.checked))
+            ).format(size=n, peak=format_mib(peak), count=len({size for size, _ in result.checked}))
         )
     if result.exhausted:
         notes.append(

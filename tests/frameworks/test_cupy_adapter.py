@@ -28,7 +28,9 @@ class RecordingCupyConfig:
 
     def __init__(self, started: bool = False, available: bool = True, used: int = 0, held: int = 0):
         self.is_started, self.is_available = started, available
-        self.used, self.held, self.cap = used, held, 0
+        self.used, self.held = used, held
+        # Device 0's pool reads CUPY_GPU_MEMORY_LIMIT once, as it is made (by a figure asked of it, or a limit set).
+        self.cap: int | None = self._made_with() if started else None
         self.calls: list[tuple[object, ...]] = []
         self.step_blocks: list[int] = []  # what the step's allocations take, one block each, then all freed
 
@@ -38,7 +40,16 @@ class RecordingCupyConfig:
     def available(self) -> bool:
         return self.is_available
 
+    @staticmethod
+    def _made_with() -> int:
+        return int(os.environ.get(LIMIT_VARIABLE) or 0)
+
+    def _make(self) -> None:
+        if self.cap is None:
+            self.cap = self._made_with()
+
     def started(self) -> bool:
+        self._make()  # as CuPy's total_bytes() makes device 0's pool
         return self.is_started
 
     def pool(self) -> tuple[int, int]:
@@ -46,11 +57,11 @@ class RecordingCupyConfig:
         return self.used, self.held
 
     def limit(self) -> int:
-        assert self.is_started
+        assert self.is_started and self.cap is not None
         return self.cap
 
     def set_limit(self, size: int) -> None:
-        assert self.is_started
+        assert self.is_available, "without a usable GPU, CuPy's set_limit raises"
         self.cap = size
         self.calls.append(("set_limit", size))
 
@@ -89,14 +100,15 @@ def test_the_limit_is_cupys_variable_in_bytes_before_its_pool_is_made(scenario):
     assert LIMIT_VARIABLE not in CuPy(RecordingCupyConfig()).environment(plan_for("growth=on"))
 
 
-def test_one_limit_for_every_gpu_the_smallest_and_the_notes_say_what_does_not_apply(scenario):
+def test_one_limit_for_every_gpu_the_smallest_and_the_notes_say_what_does_not_apply(scenario, monkeypatch):
     scenario("s1_two_gpus")
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
     config = RecordingCupyConfig()
     plan = plan_for("fraction=0.5 threads=2 growth=off")
     env = CuPy(config).environment(plan)
     assert env[LIMIT_VARIABLE] == str((4096 - 450) * MiB)  # half of the smaller GPU
     notes = CuPy(config).apply(plan)
-    assert config.calls == []  # nothing started: the variable alone applies, as each pool is made
+    assert config.calls == []  # CuPy not imported: the variable alone applies, as each pool is made
     assert any("threads=/intra=/inter= do not apply to CuPy" in n for n in notes)
     assert any("growth= changes nothing" in n for n in notes)
     assert any("CuPy takes one pool limit for every GPU" in n for n in notes)
@@ -108,6 +120,20 @@ def test_once_its_pool_is_in_use_the_limit_applies_at_once_and_a_pool_above_it_i
     notes = CuPy(config).apply(plan_for("limit=2GiB gpus=0"))
     assert config.calls == [("set_limit", (2048 - 450) * MiB)]
     assert any("CuPy's pool already holds 5000 MiB, above its new limit of 1598 MiB" in n for n in notes)
+
+
+def test_a_pool_made_before_the_budget_gets_the_limit_all_the_same(scenario, cupy_imported, monkeypatch):
+    # import cupy; the sidebar's sample asks the pool a figure (which makes device 0's pool, reading no limit);
+    # then %gpumem limit=2GiB: the variable comes too late for that pool, so the limit is set on it.
+    scenario("s1_two_gpus")
+    monkeypatch.delenv(LIMIT_VARIABLE, raising=False)
+    config = RecordingCupyConfig()
+    adapter = CuPy(config)
+    assert adapter.memory_in_use() == () and config.cap == 0  # made, with no limit
+    plan = plan_for("limit=2GiB gpus=0")
+    monkeypatch.setenv(LIMIT_VARIABLE, adapter.environment(plan)[LIMIT_VARIABLE])
+    adapter.apply(plan)
+    assert config.calls == [("set_limit", (2048 - 450) * MiB)] and config.cap == (2048 - 450) * MiB
 
 
 def test_gpus_is_too_late_once_cuda_started_in_cupy_and_a_budget_never_is(scenario, cupy_imported):
@@ -199,6 +225,8 @@ def test_the_peak_hook_is_a_cupy_memory_hook_fed_as_cupy_calls_it():
     # The keywords CuPy's pool passes (cupy/cuda/memory.pyx, MemoryPool.malloc and PooledMemory.free).
     hook.malloc_postprocess(device_id=0, size=1000, mem_size=1024, mem_ptr=1, pmem_id=2)
     hook.free_postprocess(device_id=0, mem_size=1024, mem_ptr=1, pmem_id=2)
+    assert (peak.in_use, peak.peak) == (0, 1024)
+    hook.malloc_postprocess(device_id=1, size=4000, mem_size=4096, mem_ptr=3, pmem_id=4)  # GPU 1's pool: not ours
     assert (peak.in_use, peak.peak) == (0, 1024)
     with hook:  # installs it on this thread, as step_peak does around the step
         assert cupy.cuda.memory_hook.get_memory_hooks()["jupyter_gpumem_peak"] is hook

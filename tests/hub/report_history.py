@@ -137,57 +137,131 @@ RECORDED = {
     "gpus": "jupyter_gpumem_gpus_held:avg5m",
 }
 MEMBERSHIP = "user_group:jupyter_gpumem_hub_user_group_info:max5m"
+# report-rules.yml's hourly group: each :avg5m series' samples added (:sum1h), each :max5m one's most (:max1h), over
+# (T - 65m, T - 5m] at each hour T it evaluates; and its clock, 1 at each T.
+HOURLY = {name: s.replace(":avg5m", ":sum1h").replace(":max5m", ":max1h") for name, s in RECORDED.items()}
+HOURLY_MEMBERSHIP = MEMBERSHIP.replace(":max5m", ":max1h")
+CLOCK = "jupyter_gpumem_report_hour"
+HOUR_S = 3600
+HOUR_AT = 900  # the hourly evaluations, a quarter past each hour: a 5-minute sample lies on each hour's edges
+HOUR_LAG_S = 300
+
+
+def _by_slot(users: list[User]) -> tuple[dict[str, dict[int, tuple[int, ...]]], dict[str, dict[int, tuple[int, ...]]]]:
+    """Per user, slot -> (held, idle or -1 (nothing said of busy), peak, over, GPUs); per group the same added over
+    its members (idle -1 where none of them said), their peak the most they held together."""
+    per: dict[str, dict[int, tuple[int, ...]]] = {}
+    groups: dict[str, dict[int, list[int]]] = {}
+    for u in users:
+        per[u.name] = {}
+        for s, (held, idle, over, gpus) in slot_figures(u).items():
+            per[u.name][s] = (held, -1 if idle is None else idle, held, over, gpus)
+            for group in u.groups:
+                row = groups.setdefault(group, {}).setdefault(s, [0, -1, 0, 0, 0])
+                row[0] += held
+                if idle is not None:  # members saying busy or idle: the group's idle figure exists
+                    row[1] = max(row[1], 0) + idle
+                row[3] += over
+                row[4] += gpus
+    by_group = {g: {s: (r[0], r[1], r[0], r[3], r[4]) for s, r in rows.items()} for g, rows in groups.items()}
+    return per, by_group
 
 
 def recorded(users: list[User], start: int, slots: range) -> Iterator[str]:
     """report-rules.yml's series over the history's ``slots``, as the rules record them: the sample at the end of
     each slot (``start`` + 5 minutes × (slot + 1)) is the slot's figure (a slot's scrape holds for its 5 minutes),
     a user's where their kernels said something, a group's where one of its members' did, a membership where the
-    user's server ran; OpenMetrics lines, each series' samples in time order."""
-    per = {u.name: slot_figures(u) for u in users}
-    groups: dict[str, dict[int, list[float]]] = {}
-    for u in users:
-        for group in u.groups:
-            into = groups.setdefault(group, {})
-            for s, (held, idle, over, gpus) in per[u.name].items():
-                row = into.setdefault(s, [0, 0, 0, 0, 0])
-                row[0] += held
-                row[1] += idle or 0
-                row[2] += idle is not None  # members saying busy or idle: the group's idle figure exists
-                row[3] += over
-                row[4] += gpus
+    user's server ran; the hourly series at each hour's evaluation in the same stretch of time, from those samples
+    (added, or their most) as the hourly rules compute them; OpenMetrics lines, each series' samples in time order."""
+    per, by_group = _by_slot(users)
+    who = {"user": per, "group": by_group}
 
     def at(s: int) -> int:
         return start + (s + 1) * SLOT_S
 
-    for name, series in RECORDED.items():
+    first, stop = at(slots.start), at(slots.stop)
+    hours = range(first + (HOUR_AT - first) % HOUR_S, stop, HOUR_S)
+
+    def hour_slots(t: int) -> range:
+        """The slots whose sample the hourly rules' evaluation at ``t`` reads: (t - 65m, t - 5m]."""
+        after, until = t - HOUR_S - HOUR_LAG_S, t - HOUR_LAG_S
+        return range(max(0, (after - start) // SLOT_S), max(0, (until - start) // SLOT_S))
+
+    for i, (name, series) in enumerate(RECORDED.items()):
+        index = (0, 1, 2, 3, 4)[i]
         for level in ("user", "group"):
             yield f"# TYPE {level}:{series} gauge\n"
-            if level == "user":
-                for u in users:
-                    lines = []
-                    for s in sorted(x for x in per[u.name] if x in slots):
-                        held, idle, over, gpus = per[u.name][s]
-                        value = {"memory": held, "idle": idle, "peak": held, "over": over, "gpus": gpus}[name]
-                        if value is not None:
-                            lines.append(f'{level}:{series}{{user="{u.name}"}} {value} {at(s)}\n')
-                    yield "".join(lines)
-            else:
-                for group, by_slot in sorted(groups.items()):
-                    lines = []
-                    for s in sorted(x for x in by_slot if x in slots):
-                        held, idle, saying, over, gpus = by_slot[s]
-                        if name == "idle" and not saying:
-                            continue
-                        value = {"memory": held, "idle": idle, "peak": held, "over": over, "gpus": gpus}[name]
-                        lines.append(f'{level}:{series}{{group="{group}"}} {value} {at(s)}\n')
-                    yield "".join(lines)
+            for key, rows in sorted(who[level].items()):
+                yield "".join(
+                    f'{level}:{series}{{{level}="{key}"}} {rows[s][index]} {at(s)}\n'
+                    for s in sorted(x for x in rows if x in slots)
+                    if rows[s][index] >= 0
+                )
+            yield f"# TYPE {level}:{HOURLY[name]} gauge\n"
+            for key, rows in sorted(who[level].items()):
+                lines = []
+                for t in hours:
+                    values = [rows[s][index] for s in hour_slots(t) if s in rows and rows[s][index] >= 0]
+                    if values:
+                        value = max(values) if name == "peak" else sum(values)
+                        lines.append(f'{level}:{HOURLY[name]}{{{level}="{key}"}} {value} {t}\n')
+                yield "".join(lines)
     yield f"# TYPE {MEMBERSHIP} gauge\n"
     for u in users:
         for group in u.groups:
             yield "".join(
                 f'{MEMBERSHIP}{{user="{u.name}",group="{group}"}} 1 {at(s)}\n' for s in sorted(u.up) if s in slots
             )
+    yield f"# TYPE {HOURLY_MEMBERSHIP} gauge\n"
+    for u in users:
+        for group in u.groups:
+            yield "".join(
+                f'{HOURLY_MEMBERSHIP}{{user="{u.name}",group="{group}"}} 1 {t}\n'
+                for t in hours
+                if any(s in u.up for s in hour_slots(t))
+            )
+    yield f"# TYPE {CLOCK} gauge\n"
+    yield "".join(f"{CLOCK} 1 {t}\n" for t in hours)
+    yield "# EOF\n"
+
+
+SCRAPE_S = 30  # the raw series' scrapes, on the rules' 30 s sampling points
+
+
+def raw(users: list[User], start: int, slots: range) -> Iterator[str]:
+    """What the servers and the hub's service said over ``slots``, as Prometheus would have scraped it every 30 s:
+    each kernel's jupyter_gpumem_kernel_memory_used_bytes (on its GPU), _busy, _over_budget (held above the 4 GiB
+    budget), and the hub's jupyter_gpumem_hub_user_group_info while the user's server ran; a slot's figures at each of
+    its 10 scrapes (a series ends where the slot has none: read with a lookback under 30 s, as its staleness marker
+    would end it). Every third user's kernels in a container (only their own figure, ``source="estimated"``), every
+    other user's with their own figure beside the driver's (``source="exact"``, never counted twice). The same history
+    as ``recorded``'s, for the rules to run over (tests/hub/test_report_rules.py); OpenMetrics lines."""
+    times = [(s, start + s * SLOT_S + j * SCRAPE_S) for s in slots for j in range(SLOT_S // SCRAPE_S)]
+    families: dict[str, list[str]] = {}
+
+    def add(name: str, labels: dict[str, str], values: dict[int, int]) -> None:
+        text = ",".join(f'{k}="{v}"' for k, v in labels.items())
+        families.setdefault(name, []).append("".join(f"{name}{{{text}}} {values[s]} {at}\n" for s, at in times
+                                                     if s in values))  # fmt: skip
+
+    for i, u in enumerate(users):
+        server = {"job": "jupyter-gpumem-file-sd", "instance": f"node{u.node}:443", "user": u.name, "server": ""}
+        for k in u.kernels:
+            on = {**server, "kernel_id": k.kernel_id, "gpu_uuid": f"GPU-{k.gpu}", "gpu_index": str(k.gpu)}
+            if i % 3 == 0:
+                add("jupyter_gpumem_kernel_own_memory_bytes", {**on, "source": "estimated"}, k.held)
+            else:
+                add("jupyter_gpumem_kernel_memory_used_bytes", on, k.held)
+                if i % 2:
+                    add("jupyter_gpumem_kernel_own_memory_bytes", {**on, "source": "exact"}, k.held)
+            add("jupyter_gpumem_kernel_over_budget", on, {s: int(b > BUDGET) for s, b in k.held.items()})
+            if k.busy:
+                add("jupyter_gpumem_kernel_busy", {**server, "kernel_id": k.kernel_id}, k.busy)
+        hub = {"job": "jupyter-gpumem-hub", "instance": "hub:443", "user": u.name}
+        for group in u.groups:
+            add("jupyter_gpumem_hub_user_group_info", {**hub, "group": group}, dict.fromkeys(u.up, 1))
+    for name, lines in families.items():
+        yield f"# TYPE {name} gauge\n" + "".join(lines)
     yield "# EOF\n"
 
 
@@ -259,8 +333,9 @@ def _wait(process: subprocess.Popen[str], timeout: float = 600) -> None:
 
 
 @contextmanager
-def prometheus(tsdb: Path, log: Path) -> Iterator[str]:
-    """Debian's prometheus on ``tsdb`` (kept 60 days: the history is a month old), no scrapes, no rules; its URL."""
+def prometheus(tsdb: Path, log: Path, *flags: str) -> Iterator[str]:
+    """Debian's prometheus on ``tsdb`` (kept 60 days: the history is a month old), no scrapes, no rules, with
+    ``flags``; its URL."""
     binary = shutil.which("prometheus")
     assert binary, "Debian's prometheus is needed: apt-get install prometheus (.ci/setup does)"
     config = tsdb.parent / "prometheus-empty.yml"
@@ -269,7 +344,7 @@ def prometheus(tsdb: Path, log: Path) -> Iterator[str]:
     with log.open("a") as out:
         process = subprocess.Popen(
             [binary, f"--config.file={config}", f"--storage.tsdb.path={tsdb}", f"--web.listen-address=127.0.0.1:{port}",
-             "--log.level=warn", "--storage.tsdb.retention.time=60d", "--query.max-samples=200000000"],
+             "--log.level=warn", "--storage.tsdb.retention.time=60d", "--query.max-samples=200000000", *flags],
             stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -288,10 +363,12 @@ def prometheus(tsdb: Path, log: Path) -> Iterator[str]:
         stop(process)
 
 
-def backfill(users: list[User], start: int, slots: int, base: Path) -> Path:
+def backfill(users: list[User], start: int, slots: int, base: Path, block: str = "24h") -> Path:
     """A TSDB under ``base`` holding report-rules.yml's series over the history (``start``: slot 0's time, on a
-    5-minute boundary), made with ``promtool tsdb create-blocks-from openmetrics`` a day a file (promtool reads a
-    file once per 2-hour block it makes), two promtools at a time."""
+    5-minute boundary), made with ``promtool tsdb create-blocks-from openmetrics`` a day a file, two promtools at a
+    time, in blocks of at most ``block`` (promtool's default, 2h, leaves 360 blocks a month, which Prometheus reads one
+    by one at each query until it has compacted them; a live Prometheus's are compacted up to a tenth of its
+    retention: 6 days at 60)."""
     tsdb = base / "tsdb"
     tsdb.mkdir(parents=True)
     days = range(start // DAY_S * DAY_S, start + (slots + 1) * SLOT_S, DAY_S)
@@ -304,7 +381,8 @@ def backfill(users: list[User], start: int, slots: int, base: Path) -> Path:
             out.writelines(recorded(users, start, range(first, last)))
         if len(running) >= 2:
             _wait(running.pop(0))
-        running.append(promtool("tsdb", "create-blocks-from", "openmetrics", "-q", str(path), str(tsdb)))
+        running.append(promtool("tsdb", "create-blocks-from", "openmetrics", "-q", f"--max-block-duration={block}",
+                                str(path), str(tsdb)))  # fmt: skip
     for process in running:
         _wait(process)
     return tsdb

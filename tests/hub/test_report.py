@@ -5,9 +5,11 @@ every figure of its JSON, its page and its CSV must be the generator's own sums.
 each user's groups (what report-rules.yml's per-group series need); Prometheus down or hung is a sentence, in time.
 
 The history holds report-rules.yml's series as the rules record them (a scrape every 5 minutes holds for its
-5 minutes, so each 5-minute sample is its slot's figure): the rules themselves are tested against Prometheus's own
-evaluation in tests/hub/test_report_rules.py, which backfills them with ``create-blocks-from rules``, 11 blocks per
-2 hours of history: over a month of 200 users that takes minutes, the figures here are the report's.
+5 minutes, so each 5-minute sample is its slot's figure; each hourly sample the sum, or the most, of its hour's): the
+report reads the whole hours from the hourly series and the ends from the 5-minute ones, and must still give the
+5-minute sums. The rules themselves run over the same generator's raw per-kernel series in
+tests/hub/test_report_rules.py (a day of 8 users: a month of 200 through ``create-blocks-from rules`` takes minutes),
+the figures here are the report's.
 """
 
 from __future__ import annotations
@@ -245,6 +247,12 @@ def test_two_dates_are_whole_utc_days(served: Served) -> None:
         ({"days": "0"}, "0 is not a number of days from 1 to 400."),
         ({"days": "lots"}, "lots is not a number of days from 1 to 400."),
         ({"from": "2026-02-30"}, "2026-02-30 is not a date (YYYY-MM-DD)."),
+        # Hostile forms: a digit Python's isdigit() takes but int() refuses, a date whose next day is none, a date
+        # the browser's date input would drop: each a sentence, never a server error.
+        ({"days": "\u00b2"}, "\u00b2 is not a number of days from 1 to 400."),
+        ({"days": "9" * 5000}, f"{'9' * 40} is not a number of days from 1 to 400."),
+        ({"from": "9999-12-31"}, "9999-12-31 is not a date (YYYY-MM-DD)."),
+        ({"from": "2024-1-1"}, "2024-1-1 is not a date (YYYY-MM-DD)."),
         ({"from": "2026-05-02", "to": "2026-05-01"}, "The first date, 2026-05-02, is after the last one, 2026-05-01."),
     ],
 )

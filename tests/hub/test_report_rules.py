@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import report_history as made_up
 import yaml
 from server_fixtures import free_port, http, stop
 
@@ -53,6 +54,14 @@ NAMES = (
     "group:jupyter_gpumem_gpus_held:avg5m",
     "user_group:jupyter_gpumem_hub_user_group_info:max5m",
 )
+HOURLY = (
+    "jupyter_gpumem_report_hour",
+    *(f"{level}:jupyter_gpumem_{name}"
+      for level in ("user", "group")
+      for name in ("kernel_memory_used_bytes:sum1h", "kernel_idle_memory_used_bytes:sum1h", "kernel_over_budget:sum1h",
+                   "gpus_held:sum1h", "kernel_memory_used_bytes:max1h")),
+    "user_group:jupyter_gpumem_hub_user_group_info:max1h",
+)  # fmt: skip
 
 
 def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -232,10 +241,12 @@ def run_unit_tests(tmp_path: Path, tests: list[dict[str, Any]]) -> subprocess.Co
 def test_promtool_checks_the_report_rules() -> None:
     checked = promtool("check", "rules", str(SHIPPED / RULES))
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert f"SUCCESS: {len(NAMES)} rules found" in checked.stdout
+    assert f"SUCCESS: {len(NAMES) + len(HOURLY)} rules found" in checked.stdout
     groups = yaml.safe_load((SHIPPED / RULES).read_text())["groups"]
-    assert [(g["name"], g["interval"]) for g in groups] == [("jupyter-gpumem-report", "5m")]
+    assert [(g["name"], g["interval"]) for g in groups] == [("jupyter-gpumem-report", "5m"),
+                                                            ("jupyter-gpumem-report-hourly", "1h")]  # fmt: skip
     assert tuple(r["record"] for r in groups[0]["rules"]) == NAMES
+    assert tuple(r["record"] for r in groups[1]["rules"]) == HOURLY
 
 
 def test_the_report_rules_give_each_users_and_groups_figures(tmp_path: Path) -> None:
@@ -245,6 +256,75 @@ def test_the_report_rules_give_each_users_and_groups_figures(tmp_path: Path) -> 
 
 def test_each_5_minute_window_counts_the_part_of_it_a_kernel_was_seen(tmp_path: Path) -> None:
     tested = run_unit_tests(tmp_path, window_tests())
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+# The hourly rules, at the scene's first hour (60 min): the 5-minute samples of (-5, 55] min, each worked out by hand
+# from the scene (in 5-minute windows; a kernel's first or last sample in a window counts 1 or 10 of its 11).
+# alice: 4 GiB from 5 min: 1/11 at 5, then 10 windows in full; the window at 60 is the next hour's.
+HOUR_1 = [
+    ("jupyter_gpumem_report_hour", {}, 1),
+    ("user:jupyter_gpumem_kernel_memory_used_bytes:sum1h", {"user": "alice"}, 4 * GiB * (1 / 11 + 10)),
+    # bob: 3 GiB 1/11 at 5, in full at 10 to 30, 10/11 at 35 (the restart); 2 GiB 1/11 at 40, in full at 45 to 55.
+    ("user:jupyter_gpumem_kernel_memory_used_bytes:sum1h", {"user": "bob"},
+     3 * GiB * (1 / 11 + 5 + 10 / 11) + 2 * GiB * (1 / 11 + 3)),
+    ("user:jupyter_gpumem_kernel_memory_used_bytes:max1h", {"user": "bob"}, 3 * GiB),
+    # alice over budget from 15 to 35: 1/11 at 15, 1 at 20 to 30, 10/11 at 35: 4 windows, 20 minutes.
+    ("user:jupyter_gpumem_kernel_over_budget:sum1h", {"user": "alice"}, 4),
+    ("group:jupyter_gpumem_kernel_memory_used_bytes:sum1h", {"group": "physics"},
+     4 * GiB * (1 / 11 + 10) + 3 * GiB * (1 / 11 + 5 + 10 / 11) + 2 * GiB * (1 / 11 + 3)),
+    ("group:jupyter_gpumem_kernel_memory_used_bytes:max1h", {"group": "physics"}, 7 * GiB),
+    ("user_group:jupyter_gpumem_hub_user_group_info:max1h", {"user": "bob", "group": "chemistry"}, 1),
+]  # fmt: skip
+
+
+def hour_tests(hour: list[tuple[str, dict[str, str], float]] = HOUR_1) -> list[dict[str, Any]]:
+    return [
+        {"expr": selector(name, **labels), "eval_time": "60m", "exp_samples": [sample(name, value, **labels)]}
+        for name, labels, value in hour
+    ]
+
+
+# The report's way (hub/report.py): the whole hour from the hourly series, the rest of the 70 minutes, (55, 70], from
+# the 5-minute ones, each piece labelled apart and added (or their most): the same figures, worked out above.
+HOURS_AND_ENDS = {
+    "GiB-hours": ("sum", "kernel_memory_used_bytes:sum1h", "kernel_memory_used_bytes:avg5m", " / 12 / 2^30"),
+    "idle GiB-hours": ("sum", "kernel_idle_memory_used_bytes:sum1h", "kernel_idle_memory_used_bytes:avg5m",
+                       " / 12 / 2^30"),
+    "peak GiB": ("max", "kernel_memory_used_bytes:max1h", "kernel_memory_used_bytes:max5m", " / 2^30"),
+    "hours over budget": ("sum", "kernel_over_budget:sum1h", "kernel_over_budget:avg5m", " / 12"),
+    "GPU-hours": ("sum", "gpus_held:sum1h", "gpus_held:avg5m", " / 12"),
+}  # fmt: skip
+
+
+def hours_and_ends_tests() -> list[dict[str, Any]]:
+    tests = []
+    for level, figures in EXPECTED.items():
+        for figure, by in figures.items():
+            how, hourly, steps, scale = HOURS_AND_ENDS[figure]
+            expr = (f'{how} by ({level}) (label_replace({how}_over_time({level}:jupyter_gpumem_{hourly}[1ms] @ 3600), '
+                    f'"piece", "hour", "", "") or label_replace({how}_over_time({level}:jupyter_gpumem_{steps}'
+                    f'[14m59s999ms] @ 4200), "piece", "end", "", "")){scale}')  # fmt: skip
+            found = [{"labels": selector("", **{level: w}), "value": v} for w, v in by.items()]
+            tests.append({"expr": expr, "eval_time": "70m", "exp_samples": found})
+    return tests
+
+
+def test_the_hourly_rules_add_each_hours_5_minute_samples(tmp_path: Path) -> None:
+    tested = run_unit_tests(tmp_path, hour_tests())
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_a_wrong_hour_fails_the_unit_tests(tmp_path: Path) -> None:
+    """With the window at 60 min counted in the hour it ends (the hour not 5 minutes behind), alice's hour is wrong."""
+    wrong = [(n, labels, 4 * GiB * (1 / 11 + 11) if labels == {"user": "alice"} and n.endswith("sum1h") and
+              "memory" in n else v) for n, labels, v in HOUR_1]  # fmt: skip
+    tested = run_unit_tests(tmp_path, hour_tests(wrong))
+    assert tested.returncode != 0 and "FAILED" in tested.stdout + tested.stderr
+
+
+def test_the_hours_and_the_ends_give_the_5_minute_figures(tmp_path: Path) -> None:
+    tested = run_unit_tests(tmp_path, hours_and_ends_tests())
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
 
@@ -392,6 +472,25 @@ def test_the_documented_backfill_records_the_report_for_history_before_the_rules
         # alice's GiB-hours in the last hour (its 12 windows, each after her first sample): 4 GiB for an hour.
         last_hour = "sum_over_time(user:jupyter_gpumem_kernel_memory_used_bytes:avg5m[59m]) / 12 / 2^30"
         assert query(url, last_hour, times[-1])["alice"] == 4.0
+        # The second pass (docs/hub.md): the same command, now that the 5-minute series are there for the hourly rules.
+        second = promtool("tsdb", "create-blocks-from", "rules", f"--start={start}", f"--end={end}", f"--url={url}",
+                          f"--output-dir={tmp_path / 'backfill-2'}", RULES, cwd=tmp_path)  # fmt: skip
+        assert second.returncode == 0, second.stdout + second.stderr
+    for block in [b for b in (tmp_path / "backfill-2").iterdir() if (b / "meta.json").exists()]:
+        shutil.move(str(block), tsdb / block.name)
+    with started(tsdb, config, log) as url:
+        # The 5-minute series recorded twice: the same samples, merged, each once.
+        assert recorded(url, NAMES[0], end + 3600) == found[NAMES[0]]
+        clock = [t for t, _ in recorded(url, "jupyter_gpumem_report_hour", end + 3600)[""]]
+        assert clock and all(b - a == 3600 for a, b in itertools.pairwise(clock)), clock
+        for name in HOURLY[1:]:
+            five = name.replace(":sum1h", ":avg5m").replace(":max1h", ":max5m")
+            hourly = recorded(url, name, end + 3600)
+            for who, samples in found[five].items():
+                for t in clock:  # each hour: its 5-minute samples of (t - 65m, t - 5m], added or their most
+                    within = [v for at, v in samples if t - 65 * MIN < at <= t - 5 * MIN]
+                    total = (max if name.endswith("max1h") else sum)(within) if within else None
+                    assert dict(hourly.get(who, [])).get(t) == total, (name, who, t)
 
     # By hand, each window that lies in one stretch of the history (minutes from its start): alice holds 4 GiB
     # throughout, idle before 60 and over budget before 30; bob holds 2 GiB, idle, from 60; both in physics.
@@ -415,3 +514,94 @@ def test_the_documented_backfill_records_the_report_for_history_before_the_rules
     assert windows(group + "gpus_held:avg5m", "physics", 60, 120) == {2}
     membership = "user_group:jupyter_gpumem_hub_user_group_info:max5m"
     assert windows(membership, "physics,alice", 0, 120) == windows(membership, "physics,bob", 0, 120) == {1}
+
+
+# The rules over the servers' own series, against the made-up history the report's test holds (its recorded series
+# written by tests/hub/report_made_up.py, not by the rules): a day of 8 users (restarts, gaps, second kernels, a user
+# in a container, one whose server says nothing of busy, one without kernels, users in several groups), their raw
+# series scraped every 30 s, in Debian's prometheus read with a lookback under 30 s (so a series ends where the
+# generator's does, as its staleness marker would end it); each rule's expression evaluated at its own steps (a range
+# query at the 5-minute steps; an hourly rule with the 5-minute rule it reads as a subquery, at the hours).
+# A window of 5 minutes (t - 5m, t] takes its 11 readings 30 s apart from t - 5m to t: 10 in its slot, the 11th the
+# next slot's first scrape. So each 5-minute sample is (10 × the slot's figure + the next slot's) / 11 (the most of
+# the two for a peak), the rounding of one step; and every hour the sum (or the most) of those.
+CROSS_USERS, CROSS_SLOTS = 8, 288
+
+
+def expected_windows(users: list[made_up.User], start: int) -> dict[str, dict[str, dict[float, float]]]:
+    """Per 5-minute rule, per user or group (a membership: "group,user"), its sample at each step, from the
+    generator's recorded figures."""
+    per, by_group = made_up._by_slot(users)
+    found: dict[str, dict[str, dict[float, float]]] = {}
+    for level, rows_of in (("user", per), ("group", by_group)):
+        for index, series in enumerate(made_up.RECORDED.values()):
+            into = found.setdefault(f"{level}:{series}", {})
+            for who, rows in rows_of.items():
+                for s in range(-1, CROSS_SLOTS):
+                    a, b = (rows[x][index] if x in rows and rows[x][index] >= 0 else None for x in (s, s + 1))
+                    if a is None and b is None:
+                        continue
+                    t = float(start + (s + 1) * made_up.SLOT_S)
+                    peak = series.endswith(":max5m")
+                    value = max(v for v in (a, b) if v is not None) if peak else (10 * (a or 0) + (b or 0)) / 11
+                    into.setdefault(who, {})[t] = value
+    into = found.setdefault(made_up.MEMBERSHIP, {})
+    for u in users:
+        for group in u.groups:
+            for s in range(-1, CROSS_SLOTS):
+                if s in u.up or s + 1 in u.up:
+                    into.setdefault(f"{group},{u.name}", {})[float(start + (s + 1) * made_up.SLOT_S)] = 1
+    return found
+
+
+def expected_hours(windows: dict[str, dict[str, dict[float, float]]], hours: range) -> dict[str, dict[str, dict]]:
+    """Per hourly rule, each hour's 5-minute samples of (t - 65m, t - 5m], added or their most."""
+    found: dict[str, dict[str, dict[float, float]]] = {}
+    for name, by in windows.items():
+        hourly = name.replace(":avg5m", ":sum1h").replace(":max5m", ":max1h")
+        for who, samples in by.items():
+            for t in hours:
+                within = [v for at, v in samples.items() if t - 65 * MIN < at <= t - 5 * MIN]
+                if within:
+                    total = max(within) if hourly.endswith(":max1h") else sum(within)
+                    found.setdefault(hourly, {}).setdefault(who, {})[float(t)] = total
+    return found
+
+
+def ranged(url: str, expr: str, first: float, last: float, step: int) -> dict[str, dict[float, float]]:
+    query = urllib.parse.urlencode({"query": expr, "start": first, "end": last, "step": step})
+    status, body = http(f"{url}/api/v1/query_range?{query}")
+    assert status == 200, body[:500]
+    return {key(r["metric"]): {float(t): float(v) for t, v in r["values"]} for r in json.loads(body)["data"]["result"]}
+
+
+def same(found: dict[str, dict[float, float]], expected: dict[str, dict[float, float]], name: str) -> None:
+    assert sorted(found) == sorted(expected), name
+    for who, samples in expected.items():
+        assert sorted(found[who]) == sorted(samples), (name, who)
+        for t, value in samples.items():
+            assert abs(found[who][t] - value) <= 1e-9 * max(1.0, abs(value)), (name, who, t, found[who][t], value)
+
+
+def test_the_rules_over_the_servers_series_give_the_generators_recorded_series(tmp_path: Path) -> None:
+    users = made_up.make(CROSS_USERS, CROSS_SLOTS)
+    kernels = [k for u in users for k in u.kernels]
+    assert any(not u.kernels for u in users) and any(not u.busy_known for u in users) and len(kernels) > 20
+    start = (int(time.time()) // 86400 - 3) * 86400  # a day three days ago, on midnight
+    (tmp_path / "raw.om").write_text("".join(made_up.raw(users, start, range(CROSS_SLOTS))))
+    made = promtool("tsdb", "create-blocks-from", "openmetrics", str(tmp_path / "raw.om"), str(tmp_path / "tsdb"))
+    assert made.returncode == 0, made.stdout + made.stderr
+    groups = yaml.safe_load((SHIPPED / RULES).read_text())["groups"]
+    five = {r["record"]: r["expr"] for r in groups[0]["rules"]}
+    windows = expected_windows(users, start)
+    first, last = start, start + CROSS_SLOTS * made_up.SLOT_S
+    hours = range(first + (made_up.HOUR_AT - first) % 3600, last + 3600, 3600)
+    with made_up.prometheus(tmp_path / "tsdb", tmp_path / "prometheus.log", "--query.lookback-delta=29s") as url:
+        for name, expr in five.items():
+            same(ranged(url, expr, first, last, made_up.SLOT_S), windows[name], name)
+        expected = expected_hours(windows, hours)
+        for rule in groups[1]["rules"][1:]:
+            name, expr = rule["record"], rule["expr"]
+            read = next(n for n in five if f"{n}[" in expr)
+            expr = expr.replace(f"{read}[59m59s999ms]", f"({five[read]})[59m59s999ms:5m]")
+            same(ranged(url, expr, hours[0], hours[-1], 3600), expected[name], name)

@@ -22,7 +22,7 @@ from jupyter_gpumem import values
 from jupyter_gpumem.budget.config import GpumemConfig, _policy_fields
 from jupyter_gpumem.budget.policy import SETTINGS, PolicyError, parse_value
 from jupyter_gpumem.gpu.model import Snapshot
-from jupyter_gpumem.hub.prometheus_reader import QUERIES, _samples, _Unusable, rows_of_answers
+from jupyter_gpumem.hub.prometheus_reader import QUERIES, Unusable, rows_of_answers, samples
 from jupyter_gpumem.hub.rows import MAX_BYTES, rows_of_server
 from jupyter_gpumem.kernel.protocol import ProtocolError, parse_request
 from jupyter_gpumem.kernel.publish import _read_notice
@@ -182,11 +182,11 @@ def check_body(data: Any) -> None:
 def check_prometheus(answer: Any) -> None:
     answer = _parsed(answer)
     try:
-        samples = _samples(answer, 4000)
-    except _Unusable as unusable:
+        found = samples(answer, 4000)
+    except Unusable as unusable:
         assert str(unusable)
         return
-    _finite_row_figures(rows_of_answers({query: samples for query in QUERIES})[0])
+    _finite_row_figures(rows_of_answers({query: found for query in QUERIES})[0])
 
 
 def check_configure(data: Any) -> None:

@@ -151,7 +151,10 @@ test("a plural rule that is not gettext's reads English, never an error", () => 
     'nplurals=2;',
     'nplurals=2; plural=(n != 1',
     'plural=n ? : 1;',
-    'plural=alert(1);'
+    'plural=alert(1);',
+    // Long enough to overflow the stack when evaluated, one closure per operator (a hostile catalogue).
+    `plural=${Array(50_000).fill('n').join('+')};`,
+    `plural=${'('.repeat(50_000)}n${')'.repeat(50_000)};`
   ]) {
     assert.equal(pluralRule(bad), undefined, bad);
     const odd = catalogueTrans({

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from labserver import ARTIFACTS, SCENARIOS, Lab, open_notebook, run_cell, running_lab
 from playwright.sync_api import Page, expect
-from test_language import SHOWN
+from test_language import words
 
 from jupyter_gpumem import i18n
 
@@ -223,8 +223,9 @@ def test_without_the_labs_translator_a_japanese_kernels_view_words_in_japanese(
     run_cell(page, 0)
     run_cell(page, 1)
     view = page.locator(".jp-GpuMem-inline").first
-    expect(view.locator(".jp-GpuMem-headline")).to_have_text(SHOWN["ja_JP"]["headline"])
-    expect(view.locator("tr.jp-GpuMem-self .jp-GpuMem-badge")).to_have_text(SHOWN["ja_JP"]["badge"])
+    shown = words("ja_JP")
+    expect(view.locator(".jp-GpuMem-headline")).to_have_text(shown["headline"])
+    expect(view.locator("tr.jp-GpuMem-self .jp-GpuMem-badge")).to_have_text(shown["badge"])
     expect(view.get_by_role("button", name=ja.gettext("Stop"))).to_have_count(1)
     live = ja.gettext("live · %1 · every %2").replace("%1", r"\d\d:\d\d:\d\d").replace("%2", "1 s")
     expect(view.locator(".jp-GpuMem-live")).to_have_text(re.compile(f"^{live}$"))

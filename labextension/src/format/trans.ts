@@ -41,6 +41,9 @@ export const nullTrans: Trans = {
 
 type Rule = (n: number) => number;
 
+// The longest rule babel writes (Arabic's, six forms) is about 60 tokens.
+const MOST_TOKENS = 200;
+
 /** The plural rule a catalogue's header names (`Plural-Forms`, from babel's CLDR data: "nplurals=3;
  * plural=(n%10==1 && n%100!=11 ? 0 : ...);"), read by a parser of gettext's C expressions rather than evaluated as
  * JupyterLab's Gettext does (`new Function`), which a page's Content-Security-Policy may forbid (VS Code's
@@ -50,6 +53,9 @@ export function pluralRule(pluralForms: string): Rule | undefined {
   const expression = /\bplural\s*=\s*([^;]*)/.exec(pluralForms)?.[1] ?? '';
   const tokens =
     expression.match(/\d+|n|&&|\|\||[=!<>]=|[-+*/%<>!?:()]|\S/g) ?? [];
+  if (tokens.length > MOST_TOKENS) {
+    return undefined; // no language's rule is this long: each token is a closure deep, evaluated per count
+  }
   let at = 0;
   const take = (token: string): boolean =>
     tokens[at] === token ? (at++, true) : false;

@@ -1,0 +1,1 @@
+"""The sections of benchmarks/gpu_acceptance.py, one module each; each case runs in a fresh process."""
