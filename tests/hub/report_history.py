@@ -333,13 +333,14 @@ def _wait(process: subprocess.Popen[str], timeout: float = 600) -> None:
 
 
 @contextmanager
-def prometheus(tsdb: Path, log: Path, *flags: str) -> Iterator[str]:
-    """Debian's prometheus on ``tsdb`` (kept 60 days: the history is a month old), no scrapes, no rules, with
-    ``flags``; its URL."""
+def prometheus(tsdb: Path, log: Path, *flags: str, config: Path | None = None) -> Iterator[str]:
+    """Debian's prometheus on ``tsdb`` (kept 60 days: the history is a month old), with ``flags``, reading
+    ``config`` (None: no scrapes, no rules); its URL."""
     binary = shutil.which("prometheus")
     assert binary, "Debian's prometheus is needed: apt-get install prometheus (.ci/setup does)"
-    config = tsdb.parent / "prometheus-empty.yml"
-    config.write_text("global: {evaluation_interval: 5m}\n")
+    if config is None:
+        config = tsdb.parent / "prometheus-empty.yml"
+        config.write_text("global: {evaluation_interval: 5m}\n")
     port = free_port()
     with log.open("a") as out:
         process = subprocess.Popen(

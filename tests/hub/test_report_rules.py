@@ -24,15 +24,13 @@ import shutil
 import subprocess
 import time
 import urllib.parse
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import report_history as made_up
 import yaml
-from server_fixtures import free_port, http, stop
+from server_fixtures import http
 
 import jupyter_gpumem.hub
 
@@ -391,32 +389,6 @@ def query(url: str, expr: str, at: float) -> dict[str, float]:
     return {key(r["metric"]): float(r["value"][1]) for r in found}
 
 
-@contextmanager
-def started(tsdb: Path, config: Path, log: Path) -> Iterator[str]:
-    """Debian's prometheus on ``tsdb``; its URL."""
-    port = free_port()
-    with log.open("a") as out:
-        process = subprocess.Popen(
-            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn", "--storage.tsdb.retention.time=30d"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-            try:
-                if http(url + "/-/ready")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.2)
-        yield url
-    finally:
-        stop(process)
-
-
 def recorded(url: str, name: str, at: float) -> dict[str, list[tuple[float, float]]]:
     """Every sample of a recorded series in the three hours before ``at``, by its user or group."""
     query = urllib.parse.urlencode({"query": f"{name}[3h]", "time": at})
@@ -445,7 +417,7 @@ def test_the_documented_backfill_records_the_report_for_history_before_the_rules
     shutil.copy(SHIPPED / RULES, tmp_path / RULES)
     rules = {r["record"]: r["expr"] for r in yaml.safe_load((SHIPPED / RULES).read_text())["groups"][0]["rules"]}
 
-    with started(tsdb, config, log) as url:
+    with made_up.prometheus(tsdb, log, config=config) as url:
         assert query(url, "count(jupyter_gpumem_kernel_memory_used_bytes)", end) == {"": 2}
         assert all(recorded(url, name, end) == {} for name in NAMES)  # not recorded: the rules are new
         # docs/hub.md's command, with this test's times, URL and output directory.
@@ -457,7 +429,7 @@ def test_the_documented_backfill_records_the_report_for_history_before_the_rules
     for block in blocks:
         shutil.move(str(block), tsdb / block.name)
 
-    with started(tsdb, config, log) as url:
+    with made_up.prometheus(tsdb, log, config=config) as url:
         found = {name: recorded(url, name, end + 3600) for name in NAMES}
         # Every 5 minutes over the history, at the group's own offset in each 5 minutes (as Prometheus evaluates it).
         times = [t for t, _ in found["user:jupyter_gpumem_kernel_memory_used_bytes:avg5m"]["alice"]]
@@ -478,7 +450,7 @@ def test_the_documented_backfill_records_the_report_for_history_before_the_rules
         assert second.returncode == 0, second.stdout + second.stderr
     for block in [b for b in (tmp_path / "backfill-2").iterdir() if (b / "meta.json").exists()]:
         shutil.move(str(block), tsdb / block.name)
-    with started(tsdb, config, log) as url:
+    with made_up.prometheus(tsdb, log, config=config) as url:
         # The 5-minute series recorded twice: the same samples, merged, each once.
         assert recorded(url, NAMES[0], end + 3600) == found[NAMES[0]]
         clock = [t for t, _ in recorded(url, "jupyter_gpumem_report_hour", end + 3600)[""]]
