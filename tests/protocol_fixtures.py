@@ -3,6 +3,7 @@ them into exactly the fixture files, which the TypeScript tests parse (tests/ts/
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from jupyter_gpumem.budget.attribution import Match
@@ -16,7 +17,7 @@ from jupyter_gpumem.budget.reading import Reading, reading
 from jupyter_gpumem.budget.state import State
 from jupyter_gpumem.frameworks import ADAPTERS
 from jupyter_gpumem.gpu.model import Device, GpuProcess, MigDevice, Snapshot
-from jupyter_gpumem.kernel.protocol import encode_sample
+from jupyter_gpumem.kernel.protocol import encode_sample, figures_only, hello, sample_message
 from jupyter_gpumem.units import GiB, MiB
 
 OWN_PID = 4242
@@ -269,3 +270,24 @@ def stalled_reading() -> Reading:
     fresh = s1_reading()
     snapshot = replace(fresh.snapshot, taken_at=fresh.snapshot.taken_at + 12.0, stalled_since=fresh.snapshot.taken_at)
     return replace(fresh, snapshot=snapshot)
+
+
+def hello_message() -> object:
+    """The hello a sidebar gets: two samples of history, figures only."""
+    history = [figures_only(s1_sample(1763740798.0, 3900 * MiB)), figures_only(s1_sample(1763740799.0, 4000 * MiB))]
+    return hello(1.0, 900.0, history)
+
+
+# Each file of tests/fixtures/protocol/ that the encoder emits, and what makes it: tests/wire/write_samples.py writes
+# them, tests/kernel/test_protocol.py holds the encoder to them.
+MESSAGES: dict[str, Callable[[], object]] = {
+    "hello.json": hello_message,
+    "sample.json": lambda: sample_message(s1_sample()),
+    "sample_lost_gpu.json": lambda: sample_message(lost_sample()),
+    "sample_no_driver.json": lambda: sample_message(no_driver_sample()),
+    "sample_two_frameworks.json": lambda: sample_message(two_frameworks_sample()),
+    "sample_stalled.json": lambda: sample_message(stalled_sample()),
+    "sample_container.json": lambda: sample_message(container_sample()),
+    "sample_hidden.json": lambda: sample_message(hidden_sample()),
+    "sample_privacy.json": lambda: sample_message(privacy_sample()),
+}

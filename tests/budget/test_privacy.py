@@ -145,8 +145,7 @@ def test_the_status_text_and_html_show_the_aggregate_and_none_of_the_other_users
     )
 
 
-def test_the_sample_carries_the_aggregate_and_the_encoder_emits_the_fixture_exactly() -> None:
-    assert protocol.sample_message(privacy_sample()) == json.loads(FIXTURE.read_text())
+def test_the_sample_carries_the_aggregate() -> None:
     gpu0, gpu1 = privacy_sample()["gpus"]  # type: ignore[misc]
     assert gpu0["processes"] == [] and [p["pid"] for p in gpu1["processes"]] == [OWN_PID]
     assert viewtext.others_note(gpu0) == "other users: 1 process, 5.8 GiB (bob: 1 process, 5.8 GiB)"
