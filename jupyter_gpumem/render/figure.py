@@ -2,8 +2,9 @@
 inline view leaves in its output (interactive without the kernel wherever plotly's mimetype renders:
 JupyterLab and Notebook 7 with plotly installed, VS Code).
 
-The live chart's content (labextension/src/widgets/chart.ts): this kernel, its framework's in-use bytes, the other
-processes, the budget, the device total (a line when it fits under the scale, else a note), one mark per
+The live chart's content (labextension/src/chart/figure.ts): this kernel, its framework's in-use bytes, the other
+processes, the budget, the hard limit the NVIDIA driver enforces where it binds (below the device total) and
+reaches under the scale, the device total (a line when it fits under the scale, else a note), one mark per
 over-budget episode with its reason on hover; the same scales (history.py). The trace names and their order
 are pinned for both by tests/fixtures/chart/traces.json. plotly is imported only here, when a figure is made.
 """
@@ -44,6 +45,7 @@ TRACES = tuple(  # the legend's order; the line styles are the live chart's (cha
         ("framework", "#00897b"),
         ("others", "#9e9e9e"),
         ("budget", "#d32f2f"),
+        ("driverLimit", "#f57c00"),  # --jp-warn-color1
         ("total", "#757575"),
     )
 )
@@ -83,11 +85,12 @@ class Plot:
 
     def shown(self) -> list[Trace]:
         """The traces drawn, in the legend's order: as the live chart, only what has figures, the total only
-        where it fits the scale."""
+        where it fits the scale, the driver's limit only where some of it is under the scale's top."""
         return [
             trace
             for trace in TRACES
             if not (trace.key == "total" and self.total > self.top)
+            and not (trace.key == "driverLimit" and not any(v <= self.top for v in self.values[trace.key]))
             and any(not math.isnan(v) for v in self.values[trace.key])
         ]
 
@@ -109,6 +112,7 @@ def plot(
     t, values = history.decimate(
         series.t[start:], {k: v[start:] for k, v in series.values.items()}, history.bucket_s(x1 - x0, points)
     )
+    values["driverLimit"] = history.binding_limit(values)  # drawn only where it binds, as live
     return Plot(
         gpu=chosen,
         x0=x0,

@@ -18,7 +18,7 @@ from typing import Any
 from jupyter_gpumem.render.chart import BUCKETS_S, HEADROOM, MIN_SPAN_S, MIN_TOP_BYTES, OVER_ENDS_BELOW
 from jupyter_gpumem.render.viewtext import gpu_key
 
-FIELDS = ("own", "framework", "others", "total", "budget")
+FIELDS = ("own", "framework", "others", "total", "budget", "driverLimit")  # the live chart's keys (model/history.ts)
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class History:
             fresh = sample.get("stalled_since") is None
             own, used = (gpu.get("own_bytes"), gpu.get("used_bytes")) if fresh else (None, None)
             budget = gpu.get("budget_bytes")
+            limit = gpu.get("driver_limit") or {}
             others = None if used is None else max(0, used - (own or 0))
             s.t.append(t)
             for name, v in (
@@ -71,6 +72,7 @@ class History:
                 ("others", others),
                 ("total", gpu.get("total_bytes")),
                 ("budget", budget),
+                ("driverLimit", limit.get("hard_bytes")),
             ):
                 s.values[name].append(_value(v))
             if not s.over and own is not None and budget is not None and own > budget:
@@ -131,10 +133,21 @@ def peak(values: Iterable[float]) -> float:
     return max((v for v in values if not math.isnan(v)), default=0.0)
 
 
+def binding_limit(values: Mapping[str, list[float]]) -> list[float]:
+    """The NVIDIA driver's hard limit where it binds (below that moment's device total, or the total not known),
+    NaN elsewhere: what the chart draws and, without a budget, scales to (chart/scale.ts bindingLimit)."""
+    return [
+        limit if not math.isnan(limit) and (math.isnan(total) or total > limit) else math.nan
+        for limit, total in zip(values["driverLimit"], values["total"], strict=True)
+    ]
+
+
 def y_top(values: Mapping[str, list[float]]) -> float:
-    """Up to the larger of this kernel's peak (or its framework's) and its budget, with headroom; only when
-    this kernel holds nothing and has no budget do the others set it; never the device total (chart/scale.ts)."""
-    top = max(peak(values["own"]), peak(values["framework"]), peak(values["budget"]))
+    """Up to the larger of this kernel's peak (or its framework's) and its budget, with headroom; without a
+    budget, the driver's hard limit where it binds stands in for one; only when this kernel holds nothing and has
+    no budget do the others set it; never the device total (chart/scale.ts)."""
+    budget = peak(values["budget"])
+    top = max(peak(values["own"]), peak(values["framework"]), budget if budget > 0 else peak(binding_limit(values)))
     if top <= 0:
         top = peak(values["others"])
     return max(top * HEADROOM, MIN_TOP_BYTES)

@@ -3,12 +3,12 @@ nbconvert's HTML export (JupyterLab's "Export as HTML"), GitHub and a frontend w
 where text/html outranks plotly's mimetype. Drawn here in Python, without plotly.
 
 It is the plotly figure's picture (figure.plot decides what both show): the same traces, colours, dashes and
-scales (this kernel, its framework, the others, the budget, the device total or its note above the scale),
-the over-budget marks and the cells in view, a time axis with a few labels in the kernel's clock. Decimated
-to about a point per pixel column, each keeping its bucket's largest value, so a peak stays. Colours are the
-figure's mid tones and the text and grid a grey, on a transparent background: readable in light and dark
-themes. Every text from the kernel or the GPU host (a cell's line, a reason) is escaped; a tooltip (an SVG
-title) names a cell or a mark's reason on hover.
+scales (this kernel, its framework, the others, the budget, the driver's limit where it binds, the device total
+or its note above the scale), the over-budget marks and the cells in view, a time axis with a few labels in the
+kernel's clock. Decimated to about a point per pixel column, each keeping its bucket's largest value, so a peak
+stays. Colours are the figure's mid tones and the text and grid a grey, on a transparent background: readable in
+light and dark themes. Every text from the kernel or the GPU host (a cell's line, a reason) is escaped; a tooltip
+(an SVG title) names a cell or a mark's reason on hover.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from jupyter_gpumem.render.chart import CELLS_OPACITY
 from jupyter_gpumem.render.figure import MUTED, TRACES, Plot, Trace, plot
 from jupyter_gpumem.render.width import columns
 
-WIDTH, HEIGHT = 720, 236
+WIDTH, HEIGHT = 720, 236  # with the legend on one row; each more row adds LEGEND_ROW_PX
+LEGEND_ROW_PX = 16
 LEFT, RIGHT, TOP, BOTTOM = 40, 10, 18, 48  # the plot's margins: y labels, the time axis and the legend below
 GRID = "rgba(128,128,128,0.25)"
 DASHES = {"solid": None, "dot": "2 3", "dash": "6 4"}
@@ -50,8 +51,10 @@ def draw(drawn: Plot) -> str | None:
     names = list_of([drawn.labels[trace.key] for trace in shown])
     # Outside the f-string: babel's extractor does not look inside one, so the message would stay English.
     label = _("GPU memory over time ({unit}): {names}").format(unit=unit, names=names)
+    legend, rows = _legend(shown, drawn.labels)
+    height = HEIGHT + (rows - 1) * LEGEND_ROW_PX
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="100%" '
         f'style="max-width:{WIDTH}px;height:auto;display:block" role="img" font-size="11" fill="{MUTED}" '
         f'aria-label="{escape(label)}">'
     ]
@@ -68,7 +71,7 @@ def draw(drawn: Plot) -> str | None:
     if drawn.total > drawn.top:
         note = escape(viewtext.total_above(drawn.total))
         parts.append(f'<text x="{WIDTH - RIGHT}" y="{TOP - 6}" text-anchor="end">{note}</text>')
-    parts += _legend(shown, drawn.labels)
+    parts += legend
     parts.append("</svg>")
     return "".join(parts)
 
@@ -175,10 +178,13 @@ def _flat(run: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return kept
 
 
-def _legend(shown: list[Trace], labels: Mapping[str, str]) -> list[str]:
-    """The traces' names under the time axis, each after a short line in its style."""
-    parts, x, y = [], LEFT, HEIGHT - 10
+def _legend(shown: list[Trace], labels: Mapping[str, str]) -> tuple[list[str], int]:
+    """The traces' names under the time axis, each after a short line in its style, on as many rows as they
+    need (the live chart's legend wraps too); and the number of rows."""
+    parts, x, y, rows = [], LEFT, HEIGHT - 10, 1
     for trace in shown:
+        if x > LEFT and x + 27 + COLUMN_PX * columns(labels[trace.key]) > WIDTH:
+            x, y, rows = LEFT, y + LEGEND_ROW_PX, rows + 1
         dash = DASHES.get(trace.dash)
         label = escape(labels[trace.key])
         parts.append(
@@ -187,4 +193,4 @@ def _legend(shown: list[Trace], labels: Mapping[str, str]) -> list[str]:
             + f'/><text x="{x + 27}" y="{y}">{label}</text>'
         )
         x += 27 + COLUMN_PX * columns(labels[trace.key]) + 18
-    return parts
+    return parts, rows

@@ -327,6 +327,7 @@ def chart_labels(framework: str | None) -> dict[str, str]:
         else pgettext("chart", "framework in use"),
         "others": pgettext("chart", "others"),
         "budget": pgettext("chart", "budget"),
+        "driverLimit": pgettext("chart", "driver limit"),
         "total": pgettext("chart", "device total"),
     }
 

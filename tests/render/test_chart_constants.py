@@ -95,7 +95,7 @@ def test_the_kernel_draws_and_warns_with_the_files_values() -> None:
     nothing = {name: [float("nan")] for name in history.FIELDS}
     assert history.y_top(nothing) == CHART["min_top_bytes"]
     assert {t.key: (t.dash, t.width) for t in TRACES} == {
-        key: (style["dash"], style["width"]) for key, style in CHART["lines"].items() if key != "driverLimit"
+        key: (style["dash"], style["width"]) for key, style in CHART["lines"].items()
     }
     assert (CHART["cells"]["top"], CHART["cells"]["opacity"]) == (chart.CELLS_TOP, chart.CELLS_OPACITY)
 

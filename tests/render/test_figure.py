@@ -21,6 +21,8 @@ TRACES = json.loads((FIXTURES / "chart" / "traces.json").read_text())
 S1 = dict(json.loads((FIXTURES / "protocol" / "sample.json").read_text())["sample"])
 LOST = dict(json.loads((FIXTURES / "protocol" / "sample_lost_gpu.json").read_text())["sample"])
 T0 = 1_763_740_800.0
+# The hard limit the NVIDIA driver enforces on the kernel's cgroup, as the kernel sends it (test_kernel_shapes.py).
+LIMIT = {"hard_bytes": 6 * GiB, "soft_bytes": None, "used_bytes": 1536 * MiB, "cgroup": "/hub/a"}
 
 
 def sample(t: float, own: int | None, budget: int | None = 4 * GiB, used: int | None = 6 * GiB, **gpu: Any) -> Any:
@@ -43,12 +45,15 @@ def names(fig: go.Figure) -> list[str]:
 
 
 def test_the_traces_are_the_live_charts_in_its_order_and_words() -> None:
-    history = [sample(T0 + i, 2 * GiB + i * MiB, budget=10 * GiB, used=3 * GiB) for i in range(60)]
+    history = [
+        sample(T0 + i, 2 * GiB + i * MiB, budget=10 * GiB, used=3 * GiB, driver_limit=LIMIT) for i in range(60)
+    ]  # the driver's 6 GiB below the device's 8: it binds
     fig = figure(history)
     assert names(fig) == [name for _, name in TRACES["traces"]]
     own = fig.data[0]
     assert own.line.color == "#1976d2" and own.fill == "tozeroy"
-    assert [trace.line.dash for trace in fig.data] == ["solid", "dot", "solid", "dash", "solid"]  # chart.json's
+    dashes = ["solid", "dot", "solid", "dash", "solid", "solid"]  # chart.json's
+    assert [trace.line.dash for trace in fig.data] == dashes
     assert fig.layout.hovermode == "x unified" and fig.layout.xaxis.hoverformat == "%H:%M:%S"
 
 
@@ -212,3 +217,31 @@ def test_a_stalled_drivers_samples_are_a_gap_in_the_lines_not_a_flat_stretch() -
     assert not any(math.isnan(v) for v in total)  # the device's size does not stall
     fig = figure(history)
     assert fig.data[0].y[-1] == pytest.approx(3.0) and any(y is None or math.isnan(y) for y in fig.data[0].y)
+
+
+def lines_of(fig: go.Figure) -> dict[str, Any]:
+    return {trace.name: trace for trace in fig.data if trace.showlegend is not False}
+
+
+def test_a_driver_limit_is_a_line_at_its_value_that_sets_the_scale_without_a_budget_and_none_without_one() -> None:
+    limited = figure([sample(T0 + i, 2 * GiB, budget=None, driver_limit=LIMIT) for i in range(60)])
+    line = lines_of(limited)["driver limit"]
+    assert set(line.y) == {6.0} and (line.line.color, line.line.dash, line.line.width) == ("#f57c00", "solid", 2)
+    assert limited.layout.yaxis.range[1] == pytest.approx(6 * 1.08)  # the limit stands in for a budget (chart/scale.ts)
+    free = figure([sample(T0 + i, 2 * GiB, budget=None) for i in range(60)])
+    assert "driver limit" not in lines_of(free) and free.layout.yaxis.range[1] == pytest.approx(2 * 1.08)
+
+
+def test_a_driver_limit_is_drawn_only_where_it_binds_and_reaches_under_the_scale() -> None:
+    # Set partway: a gap before it, as the live chart's NaN.
+    later = [sample(T0 + i, 2 * GiB, budget=None, driver_limit=LIMIT if i >= 30 else None) for i in range(60)]
+    y = lines_of(figure(later))["driver limit"].y
+    assert y[:30] == (None,) * 30 and set(y[30:]) == {6.0}
+    # At or above the device's 8 GiB it limits nothing: no line, and the scale follows this kernel.
+    loose = figure(
+        [sample(T0 + i, 2 * GiB, budget=None, driver_limit={**LIMIT, "hard_bytes": 8 * GiB}) for i in range(60)]
+    )
+    assert "driver limit" not in lines_of(loose) and loose.layout.yaxis.range[1] == pytest.approx(2 * 1.08)
+    # Above a 4 GiB budget's scale: the budget's line says what binds this kernel, the limit stays off the chart.
+    above = figure([sample(T0 + i, 2 * GiB, driver_limit=LIMIT) for i in range(60)])
+    assert "driver limit" not in lines_of(above) and above.layout.yaxis.range[1] == pytest.approx(4 * 1.08)

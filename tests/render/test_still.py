@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES
-from test_figure import S1, T0, sample  # S1's GPU 1 as the figure tests have it
+from test_figure import LIMIT, S1, T0, sample  # S1's GPU 1 as the figure tests have it
 
 from jupyter_gpumem import i18n
 from jupyter_gpumem.render import figure, still
@@ -61,10 +61,10 @@ def points(d: str) -> list[tuple[int, int]]:
 
 
 def test_the_still_chart_draws_the_figures_traces_in_their_colours_dashes_and_names() -> None:
-    history = [sample(T0 + i, 2 * GiB + i * MiB, budget=10 * GiB, used=3 * GiB) for i in range(60)]
+    history = [sample(T0 + i, 2 * GiB + i * MiB, budget=10 * GiB, used=3 * GiB, driver_limit=LIMIT) for i in range(60)]
     root = parsed(still.svg(history))
     drawn = lines(root)
-    assert set(drawn) == {t.colour for t in TRACES}  # this kernel, TensorFlow, others, budget, the device total
+    assert set(drawn) == {t.colour for t in TRACES}  # this kernel, TensorFlow, others, budget, driver, device total
     legend = [t.text for t in root.iter(SVG + "text")][-len(NAMES) :]
     assert legend == [name for _, name in NAMES]
     dashes = {p.get("stroke"): p.get("stroke-dasharray") for p in root.iter(SVG + "path") if p.get("fill") == "none"}
@@ -154,23 +154,39 @@ def test_the_plotly_output_is_lean_short_times_no_template_and_no_plotly_js() ->
 
 def test_a_japanese_legend_leaves_each_name_room_for_its_wide_characters(language: None) -> None:
     i18n.use_language("ja-JP")
-    history = [sample(T0 + i, 2 * GiB + i * MiB, budget=10 * GiB, used=3 * GiB) for i in range(60)]
+    history = [
+        sample(T0 + i, 2 * GiB + i * MiB, budget=10 * GiB, used=3 * GiB, driver_limit=LIMIT) for i in range(60)
+    ]  # all six lines
     svg = still.svg(history)
     assert svg is not None
     items = [
-        (int(swatch), int(x), name)
-        for swatch, x, name in re.findall(r'<path d="M(\d+),\d+h22"[^>]*/><text x="(\d+)" y="\d+">([^<]*)</text>', svg)
+        (int(swatch), int(x), int(y), name)
+        for swatch, x, y, name in re.findall(
+            r'<path d="M(\d+),\d+h22"[^>]*/><text x="(\d+)" y="(\d+)">([^<]*)</text>', svg
+        )
     ]
-    assert items[0][2] == "このカーネル"
+    assert items[0][3] == "このカーネル" and len(items) == len(NAMES)
 
     # What 11 px text takes, judged apart from the code's own rule: a wide (East Asian) glyph about its font size,
     # a Latin letter or space at most 0.6 of it.
     def drawn_px(name: str) -> float:
         return sum(11 if unicodedata.east_asian_width(c) in "WF" else 6.6 for c in name)
 
-    for (_, x, name), (swatch, _, _) in itertools.pairwise(items):
-        assert x + drawn_px(name) + 8 <= swatch, f"{name!r} runs into the next item"
-    _, x, name = items[-1]
-    assert x + drawn_px(name) <= still.WIDTH
+    for (_, x, y, name), (swatch, _, next_y, _) in itertools.pairwise(items):
+        assert y != next_y or x + drawn_px(name) + 8 <= swatch, f"{name!r} runs into the next item"
+    for _, x, _, name in items:
+        assert x + drawn_px(name) <= still.WIDTH, f"{name!r} runs off the picture"
     root = parsed(svg)
-    assert root.get("aria-label") == "GPU メモリの推移 (GiB): " + "、".join(name for _, _, name in items)
+    assert float(root.get("viewBox", "").split()[3]) >= items[-1][2] + 4  # the last row inside the picture
+    assert root.get("aria-label") == "GPU メモリの推移 (GiB): " + "、".join(name for _, _, _, name in items)
+
+
+def test_a_driver_limit_is_a_line_at_its_value_in_the_still_chart_and_none_without_one() -> None:
+    root = parsed(still.svg([sample(T0 + i, 2 * GiB, budget=None, driver_limit=LIMIT) for i in range(60)]))
+    bottom, top_px = still.HEIGHT - still.BOTTOM, still.TOP
+    limit = points(lines(root)[COLOUR["driverLimit"]])
+    assert len(limit) == 2 and limit[0][1] == limit[1][1]  # a flat line, its two ends
+    assert (bottom - limit[0][1]) / (bottom - top_px) == pytest.approx(1 / 1.08, abs=0.01)  # it sets the scale
+    assert "driver limit" in [t.text for t in root.iter(SVG + "text")]
+    free = parsed(still.svg([sample(T0 + i, 2 * GiB, budget=None) for i in range(60)]))
+    assert COLOUR["driverLimit"] not in lines(free) and "driver limit" not in [t.text for t in free.iter(SVG + "text")]

@@ -111,6 +111,7 @@ test("the lines in legend order and their names are the ones the kernel's plotly
   const s = history(60, () => 3 * GiB);
   s.total = s.total.map(() => 4.2 * GiB);
   s.framework = s.own.map(v => v - 512 * MiB);
+  s.driverLimit = s.own.map(() => 3.5 * GiB); // binds: below the total, under the top
   const fig = figure(args(s, { framework: pinned.framework }), trans);
   const lines = fig.data as { uid: string; name: string; legendrank: number }[];
   const inLegend = [...lines]
