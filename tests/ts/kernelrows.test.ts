@@ -33,8 +33,31 @@ const notebook = (path: string): ISessionName => ({
   type: 'notebook'
 });
 
-function body(kernels: ListedBody['kernels']): ListedBody {
-  return { t: 10_000, kernels };
+function body(
+  kernels: ListedBody['kernels'],
+  gpus: ListedBody['gpus'] = []
+): ListedBody {
+  return { t: 10_000, kernels, gpus };
+}
+
+/** One idle kernel on the GPUs given, idle 12 min, on a server whose GPUs have 8 GiB each. */
+function shapedRow(gpus: ListedBody['kernels'][number]['gpus']) {
+  const [row] = kernelRows(
+    body(
+      [
+        {
+          id: 'k',
+          executionState: 'idle',
+          lastActivity: 10_000 - 725,
+          gpus
+        }
+      ],
+      [0, 1].map(index => ({ index, totalBytes: 8 * GiB }))
+    ),
+    new Map(),
+    null
+  );
+  return row;
 }
 
 test('the server body fixture is read: each kernel, its GPUs, its idle time on the server clock', () => {
@@ -136,6 +159,154 @@ test("a row's words: name, memory, budget, idle, this kernel; several GPUs named
   );
 });
 
+test("what an older server leaves out of a kernel's GPU is read as none: no MIG slice, no driver limit", () => {
+  const read = readServerBody(apiFixture('body.json'))!;
+  const [gpu] = read.kernels[0].gpus;
+  assert.equal(gpu.slice, null);
+  assert.equal(gpu.driverLimitBytes, null);
+  const [row] = kernelRows(read, new Map(), null);
+  assert.equal(
+    kernelCells(row, read.gpus.length, trans).detail,
+    'GPU 1: 4.1 GiB of 4.0 GiB · idle 5 min'
+  );
+});
+
+test("a kernel on a MIG slice under the driver's limit: the row says both after its budget, as the server sends them", () => {
+  const sent = apiFixture('body.json') as {
+    kernels: { gpus: Record<string, unknown>[] }[];
+  };
+  Object.assign(sent.kernels[0].gpus[0], {
+    slice: '2g.10gb',
+    driver_limit_bytes: 6 * GiB
+  });
+  const read = readServerBody(sent)!;
+  const [row] = kernelRows(read, new Map(), null);
+  const cells = kernelCells(row, read.gpus.length, trans);
+  assert.equal(
+    cells.detail,
+    'GPU 1: 4.1 GiB of 4.0 GiB, MIG slice 2g.10gb, driver limit 6.0 GiB · idle 5 min'
+  );
+  assert.equal(cells.level, 'error'); // over its budget, below the limit
+  const one = kernelCells(
+    shapedRow([
+      {
+        index: 0,
+        usedBytes: 3 * GiB,
+        budgetBytes: 4 * GiB,
+        slice: '1g.5gb',
+        driverLimitBytes: 6 * GiB
+      }
+    ]),
+    1,
+    trans
+  );
+  assert.equal(
+    one.detail,
+    'budget 4.0 GiB · MIG slice 1g.5gb · driver limit 6.0 GiB · idle 12 min'
+  );
+  assert.equal(one.level, 'ok');
+});
+
+test("without a budget the driver's limit stands alone, and the memory is coloured against it", () => {
+  const cells = (usedBytes: number, driverLimitBytes: number | null) =>
+    kernelCells(
+      shapedRow([{ index: 0, usedBytes, budgetBytes: null, driverLimitBytes }]),
+      1,
+      trans
+    );
+  assert.equal(
+    cells(5.5 * GiB, 6 * GiB).detail,
+    'driver limit 6.0 GiB · idle 12 min'
+  );
+  assert.equal(cells(5.5 * GiB, 6 * GiB).level, 'warn'); // 92% of the limit
+  assert.equal(cells(6.5 * GiB, 6 * GiB).level, 'error');
+  assert.equal(cells(5.5 * GiB, null).detail, 'no budget · idle 12 min');
+  assert.equal(cells(5.5 * GiB, null).level, 'ok');
+});
+
+test('a driver limit below the budget is the one that binds: the colour counts against it', () => {
+  const level = (usedBytes: number) =>
+    kernelCells(
+      shapedRow([
+        {
+          index: 0,
+          usedBytes,
+          budgetBytes: 7 * GiB,
+          driverLimitBytes: 5 * GiB
+        }
+      ]),
+      1,
+      trans
+    ).level;
+  assert.deepEqual(
+    [4 * GiB, 4.6 * GiB, 5.2 * GiB].map(level),
+    ['ok', 'warn', 'error'] // 57%, 66%, 74% of the budget: all below its warning
+  );
+  const above = kernelCells(
+    shapedRow([
+      {
+        index: 0,
+        usedBytes: 6.4 * GiB,
+        budgetBytes: 7 * GiB,
+        driverLimitBytes: 7.5 * GiB
+      }
+    ]),
+    1,
+    trans
+  );
+  assert.equal(above.level, 'warn'); // the budget binds: 91% of it, 85% of the limit
+});
+
+test("a driver limit at or above the GPU's memory holds nothing back: the row leaves it, as the status bar does", () => {
+  const cells = kernelCells(
+    shapedRow([
+      {
+        index: 0,
+        usedBytes: 7.9 * GiB,
+        budgetBytes: null,
+        driverLimitBytes: 8 * GiB
+      }
+    ]),
+    1,
+    trans
+  );
+  assert.equal(cells.detail, 'no budget · idle 12 min');
+  assert.equal(cells.level, 'ok');
+});
+
+test("on several GPUs each says its own slice and limit; a slice's profile from the GPU host is escaped", () => {
+  const cells = kernelCells(
+    shapedRow([
+      {
+        index: 1,
+        usedBytes: 1.5 * GiB,
+        budgetBytes: null,
+        driverLimitBytes: 6 * GiB
+      },
+      {
+        index: 0,
+        usedBytes: 3 * GiB,
+        budgetBytes: 4 * GiB,
+        slice: '1g.5gb\u202e'
+      }
+    ]),
+    2,
+    trans
+  );
+  assert.equal(
+    cells.detail,
+    'GPU 0: 3.0 GiB of 4.0 GiB, MIG slice 1g.5gb\\u202e · GPU 1: 1.5 GiB, driver limit 6.0 GiB · idle 12 min'
+  );
+  assert.equal(
+    kernelCells(
+      shapedRow([{ index: 0, usedBytes: 0, budgetBytes: null, slice: '' }]),
+      1,
+      trans
+    ).detail,
+    'no budget · MIG slice ? · idle 12 min' // on a slice whose profile was not told
+  );
+});
+
 test('a kernel no session names, over budget, busy; a hostile notebook name is escaped', () => {
   const rows = kernelRows(
     body([
@@ -188,8 +359,19 @@ test('every phrase of the kernel list goes through the translation bundle', () =
   );
   const cells = kernelCells(row, 1, bracketed);
   assert.equal(cells.memory, '1.0 GiB'); // a figure and its unit: as nvidia-smi writes them in every language
+  const shaped = shapedRow([
+    {
+      index: 0,
+      usedBytes: GiB,
+      budgetBytes: null,
+      slice: '1g.5gb',
+      driverLimitBytes: 6 * GiB
+    }
+  ]);
   for (const text of [
     cells.name,
+    ...kernelCells(shaped, 1, bracketed).detail.split(' · '),
+    ...kernelCells(shaped, 2, bracketed).detail.split(' · '),
     cells.nameTitle,
     cells.detail,
     cells.badge,

@@ -1,7 +1,7 @@
 /** The kernel list's words: its rows, its notes, the status bar's line about the server's kernels. */
 
-import type { IKernelRow } from '../model/kernelrows';
-import { duration, formatBytes, level } from './number';
+import type { IKernelRow, RowGpu } from '../model/kernelrows';
+import { duration, formatBytes, level, limitBinds } from './number';
 import { printable } from './printable';
 import type { Level, Trans } from './trans';
 
@@ -33,16 +33,50 @@ export interface IKernelCells {
   nameTitle: string;
   /** Its memory on every GPU together, as nvidia-smi counts it. */
   memory: string;
-  /** The warning colour from 90% of a budget on one of its GPUs, the error colour above one. */
+  /** The warning colour from 90% of a budget on one of its GPUs, the error colour above one; where the NVIDIA
+   * driver's hard limit is lower, against that limit (the one that binds). */
   level: Level;
-  /** The budget (per GPU with several) and how long it has been idle. */
+  /** The budget, the MIG slice and the driver's limit (per GPU with several) and how long it has been idle. */
   detail: string;
   badge: string;
   shutDown: string;
 }
 
-/** One kernel of the list: "train.ipynb … 3.4 GiB", then "budget 4.0 GiB · idle 12 min" (on one
- * GPU) or "GPU 0: 3.4 of 4.0 GiB · GPU 1: 500 MiB · busy" (on several). */
+/** The NVIDIA driver's hard limit on the kernel's cgroup where it binds (below the GPU's memory, as the
+ * status bar and the chart count it); null: none. */
+function driverLimit(gpu: RowGpu): number | null {
+  const limit = gpu.driverLimitBytes ?? null;
+  return limitBinds(limit, gpu.totalBytes) ? limit : null;
+}
+
+/** What a shared GPU adds to a row: "MIG slice 1g.5gb", "driver limit 6.0 GiB". The profile is text from the
+ * GPU host: it goes through printable(). */
+function shapeWords(gpu: RowGpu, trans: Trans): string[] {
+  const words: string[] = [];
+  const slice = gpu.slice ?? null;
+  if (slice !== null) {
+    words.push(trans.__('MIG slice %1', printable(slice || '?')));
+  }
+  const limit = driverLimit(gpu);
+  if (limit !== null) {
+    words.push(trans.__('driver limit %1', formatBytes(limit, trans)));
+  }
+  return words;
+}
+
+/** The colour of a kernel's memory on one GPU: against the lower of its budget and the driver's limit. */
+function gpuLevel(gpu: RowGpu): Level {
+  const bounds = [gpu.budgetBytes, driverLimit(gpu)].filter(
+    (b): b is number => b !== null
+  );
+  return gpu.usedBytes === null || bounds.length === 0
+    ? 'ok'
+    : level(gpu.usedBytes, Math.min(...bounds));
+}
+
+/** One kernel of the list: "train.ipynb … 3.4 GiB", then "budget 4.0 GiB · MIG slice 1g.5gb · idle 12 min"
+ * (on one GPU; without a budget the driver's limit stands alone: "driver limit 6.0 GiB · busy") or
+ * "GPU 0: 3.4 GiB of 4.0 GiB, driver limit 6.0 GiB · GPU 1: 500 MiB · busy" (on several). */
 export function kernelCells(
   row: IKernelRow,
   gpuCount: number,
@@ -55,17 +89,23 @@ export function kernelCells(
   for (const gpu of row.gpus) {
     const budget =
       gpu.budgetBytes === null ? null : formatBytes(gpu.budgetBytes, trans);
+    const shape = shapeWords(gpu, trans);
     if (gpuCount > 1 || row.gpus.length > 1) {
       const used = formatBytes(gpu.usedBytes, trans);
-      parts.push(
+      const figures =
         budget === null
           ? trans.__('GPU %1: %2', gpu.index, used)
-          : trans.__('GPU %1: %2 of %3', gpu.index, used, budget)
+          : trans.__('GPU %1: %2 of %3', gpu.index, used, budget);
+      parts.push(
+        [figures, ...shape].reduce((all, one) => trans.__('%1, %2', all, one))
       );
     } else {
-      parts.push(
-        budget === null ? trans.__('no budget') : trans.__('budget %1', budget)
-      );
+      if (budget !== null) {
+        parts.push(trans.__('budget %1', budget));
+      } else if (driverLimit(gpu) === null) {
+        parts.push(trans.__('no budget'));
+      }
+      parts.push(...shape);
     }
   }
   if (row.busy) {
@@ -73,11 +113,7 @@ export function kernelCells(
   } else if (row.idleS !== null) {
     parts.push(trans.__('idle %1', duration(row.idleS)));
   }
-  const levels = row.gpus.map(g =>
-    g.usedBytes === null || g.budgetBytes === null
-      ? 'ok'
-      : level(g.usedBytes, g.budgetBytes)
-  );
+  const levels = row.gpus.map(gpuLevel);
   return {
     name,
     nameTitle: row.session

@@ -5,10 +5,22 @@
  * the Node tests read it; the text is format/kernels.ts's.
  */
 
-import type { KernelGpu, ServerBody, ServerKernel } from '../wire/types';
+import type {
+  KernelGpu,
+  ServerBody,
+  ServerGpu,
+  ServerKernel
+} from '../wire/types';
 
-/** What a row needs of a kernel's GPU: its processes' memory (null: N/A, or none listed), its budget (null: none). */
-export type ListedGpu = Pick<KernelGpu, 'index' | 'usedBytes' | 'budgetBytes'>;
+/** What a row needs of a kernel's GPU: its processes' memory (null: N/A, or none listed), its budget (null: none),
+ * and what a shared GPU adds: the NVIDIA driver's hard limit on the kernel's cgroup and the profile of its MIG
+ * slice (null or absent: none, or not known; a server older than 0.2.0 sends neither). */
+export type ListedGpu = Pick<KernelGpu, 'index' | 'usedBytes' | 'budgetBytes'> &
+  Partial<Pick<KernelGpu, 'driverLimitBytes' | 'slice'>>;
+
+/** A row's GPU: the kernel's figures there and the GPU's memory (null: not known), which decides whether
+ * the driver's limit holds anything back (number.ts's limitBinds). */
+export type RowGpu = ListedGpu & Pick<ServerGpu, 'totalBytes'>;
 
 /** What the list needs of a kernel. */
 export type ListedKernel = Pick<
@@ -16,8 +28,11 @@ export type ListedKernel = Pick<
   'id' | 'executionState' | 'lastActivity'
 > & { gpus: ListedGpu[] };
 
-/** What the list needs of the body: its kernels, and the server's clock (`lastActivity` is on it). */
-export type ListedBody = Pick<ServerBody, 't'> & { kernels: ListedKernel[] };
+/** What the list needs of the body: its kernels, the server's clock (`lastActivity` is on it), and its GPUs' memory. */
+export type ListedBody = Pick<ServerBody, 't'> & {
+  kernels: ListedKernel[];
+  gpus: Pick<ServerGpu, 'index' | 'totalBytes'>[];
+};
 
 /** What JupyterLab's sessions say of a kernel: the notebook (or console) it serves. */
 export interface ISessionName {
@@ -37,7 +52,7 @@ export interface IKernelRow {
   current: boolean;
   /** The sum of its known memory on every GPU; null when it is on GPUs and none is known. */
   heldBytes: number | null;
-  gpus: ListedGpu[];
+  gpus: RowGpu[];
   busy: boolean;
   /** Seconds since the user last ran code there; null while busy or not known. */
   idleS: number | null;
@@ -60,6 +75,7 @@ export function kernelRows(
   sessions: ReadonlyMap<string, ISessionName>,
   current: string | null
 ): IKernelRow[] {
+  const totals = new Map(body.gpus.map(g => [g.index, g.totalBytes]));
   const rows = body.kernels.map(k => {
     const busy = k.executionState === 'busy';
     const idle =
@@ -71,7 +87,9 @@ export function kernelRows(
       session: sessions.get(k.id) ?? null,
       current: k.id === current,
       heldBytes: heldBytes(k.gpus),
-      gpus: [...k.gpus].sort((a, b) => a.index - b.index),
+      gpus: k.gpus
+        .map(g => ({ ...g, totalBytes: totals.get(g.index) ?? null }))
+        .sort((a, b) => a.index - b.index),
       busy,
       idleS: idle
     };
