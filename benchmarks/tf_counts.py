@@ -1,0 +1,87 @@
+"""How far does TensorFlow's count of one training step move, on the CPU build? (issue 45, Must 1.)
+
+    python benchmarks/tf_counts.py [--model MLP] [--processes 3]
+
+largest_batch counts a TensorFlow step by ``get_memory_info('CPU:0')['peak']`` with TF_CPU_ALLOCATOR_USE_BFC=true
+(frameworks/tensorflow.py ``step_peak``). This runs one sequence of steps (the same sizes, in the same order, one
+inter-op thread) in several fresh processes, first as a kernel runs (address space layout randomised), then under
+``setarch -R`` (not randomised), and prints each process's counts of the repeated size and their spread: within
+one process (what ran before) and between processes (where the allocator's regions landed). The BFC allocator
+orders free chunks of one size by address and hands a tensor a free chunk up to twice its size without splitting
+it, so where the regions lie decides which chunk a tensor gets and how much of it is counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+MiB = 2**20
+SEQUENCE = {"MLP": (1, 1, 2, 4, 8, 2090, 2090, 1100, 2090, 2310, 2090, 1, 2090, 4000, 2090)}
+
+
+def counts(model: str) -> list[tuple[int, float]]:
+    """In this process: the sequence's counts, in MiB."""
+    import tensorflow as tf
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import largest_batch
+
+    from jupyter_gpumem.kernel.runtime import runtime
+
+    keras_model, optimiser, batch_of = largest_batch.tensorflow_models()[model]()  # one inter-op thread
+    adapter = runtime().control.adapters["tensorflow"]
+    x_spec = tf.TensorSpec((None, *keras_model.input_shape[1:]), keras_model.inputs[0].dtype)
+    y_spec = tf.TensorSpec((None, *keras_model.output_shape[1:]), tf.float32)
+
+    @tf.function(input_signature=[x_spec, y_spec], reduce_retracing=True)  # type: ignore[untyped-decorator]
+    def train(x: Any, y: Any) -> Any:
+        with tf.GradientTape() as tape:
+            value = tf.reduce_mean(tf.square(keras_model(x, training=True) - y))
+        grads = tape.gradient(value, keras_model.trainable_variables)
+        optimiser.apply_gradients(zip(grads, keras_model.trainable_variables, strict=True))
+        return value
+
+    def counted(n: int) -> float:
+        x, y = batch_of(n)
+        return round(int(adapter.step_peak(lambda: train(x, y).numpy()).bytes or 0) / MiB, 2)
+
+    return [(n, counted(n)) for n in SEQUENCE[model]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=sorted(SEQUENCE), default="MLP")
+    parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(counts(args.model)))
+        return
+    env = dict(os.environ, TF_CPU_ALLOCATOR_USE_BFC="true", TF_CPP_MIN_LOG_LEVEL="3")
+    command = [sys.executable, __file__, "--child", "--model", args.model]
+    repeated = max(set(SEQUENCE[args.model]), key=SEQUENCE[args.model].count)
+    layouts: list[tuple[str, list[str]]] = [("randomised", [])] + (
+        [("setarch -R", ["setarch", "-R"])] if shutil.which("setarch") else []
+    )
+    print(f"{args.model}: the counts of a step at {repeated} (MiB), in the sequence's order: {SEQUENCE[args.model]}")
+    for name, prefix in layouts:
+        everything = []
+        for process in range(args.processes):
+            done = subprocess.run(prefix + command, env=env, capture_output=True, text=True, check=True)
+            mine = [peak for n, peak in json.loads(done.stdout.splitlines()[-1]) if n == repeated]
+            everything += mine
+            spread = max(mine) - min(mine)
+            print(f"  {name:<11} process {process + 1}: {mine}  within: {spread:.2f} MiB ({spread / min(mine):.0%})")
+        spread = max(everything) - min(everything)
+        print(f"  {name:<11} all processes: {min(everything)} to {max(everything)} ({spread / min(everything):.0%})")
+
+
+if __name__ == "__main__":
+    main()
