@@ -12,6 +12,7 @@ from jupyter_gpumem.budget.policy import Policy, PolicyError
 from jupyter_gpumem.gpu.model import Device, MigDevice, Snapshot
 from jupyter_gpumem.gpu.reader import stalled
 from jupyter_gpumem.i18n import gettext as _
+from jupyter_gpumem.i18n import ngettext
 from jupyter_gpumem.units import MiB, format_mib
 from jupyter_gpumem.words import Said, word
 
@@ -132,15 +133,76 @@ def kernel_slices(visible: str | None, devices: tuple[Device, ...]) -> dict[str,
     return found
 
 
+def started_with(visible: str, devices: tuple[Device, ...]) -> tuple[tuple[Device, ...], bool]:
+    """The GPUs a CUDA_VISIBLE_DEVICES without MIG slices names, in its order, read as CUDA reads it: entries
+    separated by commas, each an index in CUDA's count or a GPU's UUID (or a prefix of one that only it has); the
+    list ends at the first entry that names no GPU, or one already named, so "" and "-1" name none. And whether an
+    index named one (CUDA counts in NVML's order only with CUDA_DEVICE_ORDER=PCI_BUS_ID or GPUs all alike)."""
+    named: list[Device] = []
+    by_index = False
+    for item in (entry.strip() for entry in visible.split(",")):
+        index = values.DIGITS.fullmatch(item) is not None
+        if index:
+            match = [d for d in devices if d.index == int(item)]
+        elif item.startswith("GPU-"):
+            match = [d for d in devices if d.uuid and d.uuid.startswith(item)]
+        else:
+            match = []
+        if len(match) != 1 or match[0] in named:
+            break
+        named.append(match[0])
+        by_index = by_index or index
+    return tuple(named), by_index
+
+
+def _order_uncertain(visible: str, order: str | None, devices: tuple[Device, ...]) -> Said | None:
+    """Said where CUDA may count the indices of ``visible`` otherwise than NVML: without PCI_BUS_ID, CUDA counts
+    fastest first, which is NVML's (PCI bus) order only among GPUs all of one model."""
+    models = {d.name for d in devices}
+    if order == "PCI_BUS_ID" or len(devices) < 2 or (len(models) == 1 and None not in models):
+        return None
+    return Said("cuda_order_uncertain", visible=visible)
+
+
+def _refuse_outside(policy: Policy, usable: tuple[Device, ...], visible: str, uncertain: Said | None) -> None:
+    """gpus= may name only GPUs the kernel started with: the server chose them (a hub's spawner, to keep each user
+    on their own), and a UUID in CUDA_VISIBLE_DEVICES would reach past its choice."""
+    if policy.gpus is None or all(_named(item, usable) for item in policy.gpus):
+        return
+    if usable:
+        said = ngettext(
+            "gpus={gpus}: this kernel started with CUDA_VISIBLE_DEVICES={visible}, so it can use GPU {usable} only "
+            "(the GPU the server gave it); pick it, or ask whoever runs the server for others.",
+            "gpus={gpus}: this kernel started with CUDA_VISIBLE_DEVICES={visible}, so it can use GPUs {usable} only "
+            "(the GPUs the server gave it); pick from those, or ask whoever runs the server for others.",
+            len(usable),
+        )
+    else:
+        said = _(
+            "gpus={gpus}: this kernel started with CUDA_VISIBLE_DEVICES={visible}, so it can use no GPU (the server "
+            "gave it none); leave gpus= out, or ask whoever runs the server for a GPU."
+        )
+    text = said.format(
+        gpus=",".join(policy.gpus),
+        visible=visible,
+        usable=word("join_and", {}).join(str(d.index) for d in usable),
+    )
+    raise PolicyError(f"{text} {uncertain.words()}" if uncertain else text)
+
+
+def _named(item: str, devices: tuple[Device, ...]) -> list[Device]:
+    """The GPU a gpus= item names: an NVML index or a whole UUID."""
+    if values.DIGITS.fullmatch(item):
+        return [d for d in devices if d.index == int(item)]
+    return [d for d in devices if d.uuid == item]
+
+
 def _select(policy: Policy, devices: tuple[Device, ...]) -> tuple[list[Device], list[Device]]:
     if policy.gpus is None:
         return list(devices), []
     chosen = []
     for item in policy.gpus:
-        if values.DIGITS.fullmatch(item):
-            match = [d for d in devices if d.index == int(item)]
-        else:
-            match = [d for d in devices if d.uuid == item]
+        match = _named(item, devices)
         if not match:
             known = ", ".join(str(d.index) for d in devices) or _("none")
             raise PolicyError(
@@ -219,10 +281,13 @@ def make_plan(
     overhead: Callable[[Device], Overhead],
     ceiling: Ceiling = Ceiling(),
     visible: str | None = None,
+    order: str | None = None,
 ) -> Plan:
     """``overhead``: what to set aside on a GPU for the CUDA context and libraries; ``visible``: the kernel's
-    CUDA_VISIBLE_DEVICES as it started (a MIG slice it names is the GPU's memory for this kernel). Raises
-    PolicyError (a sentence) when the policy cannot hold on this machine's GPUs."""
+    CUDA_VISIBLE_DEVICES as it started (None: not set), ``order`` its CUDA_DEVICE_ORDER. The kernel may use only
+    the GPUs that names (a MIG slice it names is the GPU's memory for this kernel); the others are hidden, and
+    gpus= naming one is refused. Raises PolicyError (a sentence) when the policy cannot hold on this machine's
+    GPUs."""
     if snapshot.problem:
         return Plan(policy, no_gpu=snapshot.problem)
     silent = stalled(snapshot)
@@ -230,13 +295,23 @@ def make_plan(
         return Plan(policy, no_gpu=Said("stalled_plan_later", stalled=silent), unchecked=True)
     slices = kernel_slices(visible, snapshot.devices)
     usable = snapshot.devices
+    notes: list[Said] = []
+    no_gpu = None if snapshot.devices else Said("no_gpus")
     if any(entry.strip().startswith("MIG-") for entry in (visible or "").split(",")):
         usable = tuple(d for d in snapshot.devices if d.uuid in slices)  # only the GPUs of the slices it names
+    elif visible is not None:  # as a hub's spawner gives each user their GPUs: "1", "0,2", "GPU-<uuid>"
+        named, by_index = started_with(visible, snapshot.devices)
+        usable = tuple(sorted(named, key=lambda d: d.index))
+        uncertain = _order_uncertain(visible, order, snapshot.devices) if by_index else None
+        _refuse_outside(policy, usable, visible, uncertain)
+        if uncertain is not None:
+            notes.append(uncertain)
+        if not usable and snapshot.devices:
+            no_gpu = Said("no_gpu_visible", visible=visible)
     selected, hidden = _select(policy, usable)
-    hidden += [d for d in snapshot.devices if d not in usable]
+    hidden = sorted([*hidden, *(d for d in snapshot.devices if d not in usable)], key=lambda d: d.index)
     lost = tuple(d for d in selected if d.lost)  # only where gpus= did not name it (_select refuses that)
     gpus = []
-    notes = []
     for device in selected:
         if device.lost:
             continue
@@ -309,5 +384,4 @@ def make_plan(
                 slice=piece,
             )
         )
-    no_gpu = None if snapshot.devices else Said("no_gpus")
     return Plan(policy, gpus=tuple(gpus), hidden=tuple(hidden), lost=lost, no_gpu=no_gpu, notes=tuple(notes))

@@ -27,7 +27,7 @@ from jupyter_gpumem.budget.config import GpumemConfig
 from jupyter_gpumem.budget.environ import EnvironmentChanges
 from jupyter_gpumem.budget.framework_interface import Allocator, Framework, label
 from jupyter_gpumem.budget.overhead import Calibration, Overhead, estimate
-from jupyter_gpumem.budget.plan import Ceiling, Plan, make_plan
+from jupyter_gpumem.budget.plan import Ceiling, Plan, make_plan, started_with
 from jupyter_gpumem.budget.policy import Policy, PolicyError
 from jupyter_gpumem.budget.privacy import Rule, this_user
 from jupyter_gpumem.budget.reading import Reading, reading
@@ -166,7 +166,7 @@ class Controller:
         started = [a for a in state.adapters if a.imported() and not importing(a.module) and a.initialised()]
         allocators: dict[str, Allocator] = {}
         if started:
-            uuids = _framework_uuids(state.plan, snapshot)
+            uuids = _framework_uuids(state.plan, snapshot, self._environment.environ.get("CUDA_VISIBLE_DEVICES"))
             for adapter in started:
                 for uuid, allocator in zip(uuids, adapter.memory_in_use(), strict=False):
                     known = allocators.get(uuid)
@@ -206,7 +206,7 @@ class Controller:
 
     def framework_uuids(self, reading: Reading) -> list[str]:
         """The framework's GPUs by NVML uuid, in the framework's order (its GPU:i is the i-th)."""
-        return _framework_uuids(reading.plan, reading.snapshot)
+        return _framework_uuids(reading.plan, reading.snapshot, self._environment.environ.get("CUDA_VISIBLE_DEVICES"))
 
     def cache_problem(self) -> list[str]:
         """The overhead cache's one warning line, the first time it is asked for; then nothing."""
@@ -263,8 +263,11 @@ class Controller:
             remembered = self.calibration.planned(device, snapshot.driver_version, name, version)
             return remembered or estimate(device, name, library_bytes)
 
-        visible = self._environment.original("CUDA_VISIBLE_DEVICES")  # as the kernel started: its MIG slice
-        return make_plan(policy, snapshot, overhead, self.ceiling, visible)
+        # As the kernel started (a hub's spawner gives each user their GPUs so, or a MIG slice): what %gpumem set is
+        # its own choice within that.
+        visible = self._environment.original("CUDA_VISIBLE_DEVICES")
+        order = self._environment.original("CUDA_DEVICE_ORDER")
+        return make_plan(policy, snapshot, overhead, self.ceiling, visible, order)
 
     def _apply(self, state: State) -> list[str]:
         """Apply the State's plan to each of its frameworks; with several, they share each GPU's limit."""
@@ -340,7 +343,9 @@ def overhead_key(adapters: Sequence[Framework]) -> tuple[str, str | None]:
     return label(adapters, "and")
 
 
-def _framework_uuids(plan: Plan | None, snapshot: Snapshot) -> list[str]:
+def _framework_uuids(plan: Plan | None, snapshot: Snapshot, visible: str | None) -> list[str]:
     if plan is not None and plan.cuda_visible_devices is not None:
         return [g.uuid for g in plan.gpus]  # CUDA_VISIBLE_DEVICES (or set_visible_devices): just these, in order
+    if visible is not None and not any(entry.strip().startswith("MIG-") for entry in visible.split(",")):
+        return [d.uuid or "" for d in started_with(visible, snapshot.devices)[0]]  # as the kernel started: "1"
     return [d.uuid or "" for d in snapshot.devices]

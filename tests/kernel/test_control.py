@@ -164,13 +164,13 @@ def test_reset_with_a_ceiling_says_the_ceiling_is_the_budget(make):
 
 
 def test_reset_puts_the_environment_back(make):
-    environment = {"CUDA_VISIBLE_DEVICES": "0"}
+    environment = {"CUDA_VISIBLE_DEVICES": "0,1"}
     control = make(Machine(a100(0, GPU_A), a100(1, GPU_B)), Framework("TensorFlow"))
     control._environment = EnvironmentChanges(environment)
     control.request(parse(["gpus=1"]))
     assert environment["CUDA_VISIBLE_DEVICES"] == GPU_B and environment["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     control.reset()
-    assert environment == {"CUDA_VISIBLE_DEVICES": "0"}
+    assert environment == {"CUDA_VISIBLE_DEVICES": "0,1"}
 
 
 def test_too_late_changes_nothing(make):

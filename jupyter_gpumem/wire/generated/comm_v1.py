@@ -235,6 +235,8 @@ Code: TypeAlias = Literal[
     "mig_slice",
     "memory_shared",
     "mig_slice_not_known",
+    "cuda_order_uncertain",
+    "no_gpu_visible",
 ]
 """
 Every code this release words: the keys of jupyter_gpumem/words/en.json but its join_* ones, the one list of them. The schema's generators (tests/wire/test_generated.py, labextension/scripts/schema.mjs) make them this type's values. A newer release may add codes: a reader falls back to the sentence field beside a code it does not know.
