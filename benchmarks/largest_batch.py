@@ -781,7 +781,7 @@ def summary(framework: str, results: list[dict[str, Any]]) -> tuple[str, bool]:
     def ratio(r: dict[str, Any]) -> float:
         return r["answer"] / r["truth"] if r["truth"] else (math.inf if r["answer"] else 0.0)
 
-    worst = max(high, key=ratio) if high else min(cases, key=ratio)
+    worst = max(high, key=lambda r: (over_limit(r), ratio(r))) if high else min(cases, key=ratio)  # past it first
     worst_text = f"{worst['model']} {worst['limit'] // MiB}M: {share(worst['answer'], worst['truth'])}"
     steps = [r["steps"] for r in cases]
     walls = [r["wall_s"] for r in cases]

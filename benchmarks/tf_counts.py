@@ -50,7 +50,10 @@ def counts(model: str) -> list[tuple[int, float]]:
 
     def counted(n: int) -> float:
         x, y = batch_of(n)
-        return round(int(adapter.step_peak(lambda: train(x, y).numpy()).bytes or 0) / MiB, 2)
+        peak = adapter.step_peak(lambda: train(x, y).numpy())
+        if not peak.bytes:
+            raise SystemExit(f"TensorFlow counted nothing at {n}: {peak.how}")
+        return round(peak.bytes / MiB, 2)
 
     return [(n, counted(n)) for n in SEQUENCE[model]]
 

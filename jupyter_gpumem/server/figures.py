@@ -78,6 +78,7 @@ class KernelGpuFigures:
     limit_hard: bool
     driver_limit_bytes: int | None = None  # the hard limit the NVIDIA driver enforces on the kernel's cgroup
     slice: str | None = None  # the profile of the MIG slice the kernel runs on ("1g.5gb")
+    slice_bytes: int | None = None  # that slice's memory: the GPU's memory as the kernel sees it
     memory_shared: bool = False  # the GPU's memory is the host's (unified memory)
 
 
@@ -280,5 +281,6 @@ def _kernel_gpu(device: Device, own: list[int | None], said: SampleGpu | None) -
         limit_hard=bool(said and said.get("limit_hard")),
         driver_limit_bytes=driver["hard_bytes"] if driver else None,
         slice=piece["profile"] if piece else None,
+        slice_bytes=piece["total_bytes"] if piece else None,
         memory_shared=bool(said and said.get("memory_shared")),
     )

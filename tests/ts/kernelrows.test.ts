@@ -11,6 +11,7 @@ import {
   shutDownDialog
 } from '../../labextension/src/format/kernels';
 import { duration } from '../../labextension/src/format/number';
+import { statusText } from '../../labextension/src/format/statusbar';
 import {
   ISessionName,
   ListedBody,
@@ -224,37 +225,59 @@ test("without a budget the driver's limit stands alone, and the memory is colour
   assert.equal(cells(5.5 * GiB, null).level, 'ok');
 });
 
-test('a driver limit below the budget is the one that binds: the colour counts against it', () => {
-  const level = (usedBytes: number) =>
+test('with a budget the colour counts against the budget, as the status bar colours it, whatever the limit', () => {
+  const level = (usedBytes: number, driverLimitBytes: number) =>
     kernelCells(
       shapedRow([
-        {
-          index: 0,
-          usedBytes,
-          budgetBytes: 7 * GiB,
-          driverLimitBytes: 5 * GiB
-        }
+        { index: 0, usedBytes, budgetBytes: 7 * GiB, driverLimitBytes }
       ]),
       1,
       trans
     ).level;
   assert.deepEqual(
-    [4 * GiB, 4.6 * GiB, 5.2 * GiB].map(level),
-    ['ok', 'warn', 'error'] // 57%, 66%, 74% of the budget: all below its warning
+    [4 * GiB, 6.4 * GiB, 7.2 * GiB].map(used => level(used, 5 * GiB)),
+    ['ok', 'warn', 'error'] // 57%, 91%, 103% of the budget
   );
-  const above = kernelCells(
-    shapedRow([
+  assert.equal(level(6.4 * GiB, 7.5 * GiB), 'warn'); // 91% of the budget, 85% of the limit
+  assert.equal(
+    statusText(
       {
-        index: 0,
-        usedBytes: 6.4 * GiB,
+        lost: false,
+        hidden: false,
+        ownBytes: 6.4 * GiB,
         budgetBytes: 7 * GiB,
-        driverLimitBytes: 7.5 * GiB
-      }
-    ]),
-    1,
-    trans
+        driverLimit: { hardBytes: 5 * GiB },
+        totalBytes: 8 * GiB
+      } as Parameters<typeof statusText>[0],
+      trans
+    ).level,
+    level(6.4 * GiB, 5 * GiB)
   );
-  assert.equal(above.level, 'warn'); // the budget binds: 91% of it, 85% of the limit
+});
+
+test("on a MIG slice the driver's limit is weighed against the slice's memory, not the whole GPU's", () => {
+  const slice = (sliceBytes: number | null) =>
+    kernelCells(
+      shapedRow([
+        {
+          index: 0,
+          usedBytes: 3 * GiB,
+          budgetBytes: null,
+          slice: '1g.5gb',
+          sliceBytes,
+          driverLimitBytes: 6 * GiB // under the GPU's 8 GiB
+        }
+      ]),
+      1,
+      trans
+    ).detail;
+  // A 5 GiB slice: a 6 GiB limit holds nothing back there, as the status bar counts it from the kernel's sample.
+  assert.equal(slice(5 * GiB), 'no budget · MIG slice 1g.5gb · idle 12 min');
+  // The slice's memory not known: the limit is shown, not weighed against the whole GPU's 8 GiB.
+  assert.equal(
+    slice(null),
+    'MIG slice 1g.5gb · driver limit 6.0 GiB · idle 12 min'
+  );
 });
 
 test("a driver limit at or above the GPU's memory holds nothing back: the row leaves it, as the status bar does", () => {

@@ -158,6 +158,10 @@ class KernelGpu(TypedDict):
     """
     The profile of the MIG slice the kernel runs on ("1g.5gb"); null: not on a MIG slice, or not known. Added in 0.2.0: absent means null.
     """
+    slice_bytes: NotRequired[int | None]
+    """
+    The memory of the MIG slice the kernel runs on, the GPU's memory as this kernel sees it; null: not on a MIG slice, or not known. Added in 0.2.0: absent means null.
+    """
     memory_shared: NotRequired[bool]
     """
     The GPU has no memory of its own and shares the host's (GB10, Grace Hopper: unified memory): total_bytes, used_bytes and the budgets are the host's memory, under the cgroup's memory.max.

@@ -33,8 +33,8 @@ export interface IKernelCells {
   nameTitle: string;
   /** Its memory on every GPU together, as nvidia-smi counts it. */
   memory: string;
-  /** The warning colour from 90% of a budget on one of its GPUs, the error colour above one; where the NVIDIA
-   * driver's hard limit is lower, against that limit (the one that binds). */
+  /** The warning colour from 90% of a budget on one of its GPUs, the error colour above one; without a budget,
+   * of the NVIDIA driver's hard limit where it binds (as the status bar). */
   level: Level;
   /** The budget, the MIG slice and the driver's limit (per GPU with several) and how long it has been idle. */
   detail: string;
@@ -64,14 +64,13 @@ function shapeWords(gpu: RowGpu, trans: Trans): string[] {
   return words;
 }
 
-/** The colour of a kernel's memory on one GPU: against the lower of its budget and the driver's limit. */
+/** The colour of a kernel's memory on one GPU, as the status bar colours it (statusbar.ts statusText): against
+ * its budget, or without one against the driver's limit where it binds. */
 function gpuLevel(gpu: RowGpu): Level {
-  const bounds = [gpu.budgetBytes, driverLimit(gpu)].filter(
-    (b): b is number => b !== null
-  );
-  return gpu.usedBytes === null || bounds.length === 0
+  const bound = gpu.budgetBytes ?? driverLimit(gpu);
+  return gpu.usedBytes === null || bound === null
     ? 'ok'
-    : level(gpu.usedBytes, Math.min(...bounds));
+    : level(gpu.usedBytes, bound);
 }
 
 /** One kernel of the list: "train.ipynb … 3.4 GiB", then "budget 4.0 GiB · MIG slice 1g.5gb · idle 12 min"

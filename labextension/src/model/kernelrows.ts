@@ -13,13 +13,14 @@ import type {
 } from '../wire/types';
 
 /** What a row needs of a kernel's GPU: its processes' memory (null: N/A, or none listed), its budget (null: none),
- * and what a shared GPU adds: the NVIDIA driver's hard limit on the kernel's cgroup and the profile of its MIG
- * slice (null or absent: none, or not known; a server older than 0.2.0 sends neither). */
+ * and what a shared GPU adds: the NVIDIA driver's hard limit on the kernel's cgroup, the profile of its MIG
+ * slice and that slice's memory (null or absent: none, or not known; a server older than 0.2.0 sends none). */
 export type ListedGpu = Pick<KernelGpu, 'index' | 'usedBytes' | 'budgetBytes'> &
-  Partial<Pick<KernelGpu, 'driverLimitBytes' | 'slice'>>;
+  Partial<Pick<KernelGpu, 'driverLimitBytes' | 'slice' | 'sliceBytes'>>;
 
-/** A row's GPU: the kernel's figures there and the GPU's memory (null: not known), which decides whether
- * the driver's limit holds anything back (number.ts's limitBinds). */
+/** A row's GPU: the kernel's figures there and the GPU's memory as the kernel sees it (its MIG slice's on a
+ * slice; null: not known), which decides whether the driver's limit holds anything back (number.ts's
+ * limitBinds), as the status bar and the chart decide it from the kernel's own sample. */
 export type RowGpu = ListedGpu & Pick<ServerGpu, 'totalBytes'>;
 
 /** What the list needs of a kernel. */
@@ -88,7 +89,13 @@ export function kernelRows(
       current: k.id === current,
       heldBytes: heldBytes(k.gpus),
       gpus: k.gpus
-        .map(g => ({ ...g, totalBytes: totals.get(g.index) ?? null }))
+        .map(g => ({
+          ...g,
+          totalBytes:
+            (g.slice ?? null) === null
+              ? (totals.get(g.index) ?? null)
+              : (g.sliceBytes ?? null)
+        }))
         .sort((a, b) => a.index - b.index),
       busy,
       idleS: idle

@@ -378,7 +378,9 @@ export const COMM_SCHEMA = {
         'driver_limit',
         'mig_slice',
         'memory_shared',
-        'mig_slice_not_known'
+        'mig_slice_not_known',
+        'cuda_order_uncertain',
+        'no_gpu_visible'
       ]
     },
     cell: {
@@ -583,6 +585,7 @@ export const API_SCHEMA = {
           default: null
         },
         slice: { type: ['string', 'null'], maxLength: 64, default: null },
+        slice_bytes: { type: ['integer', 'null'], minimum: 0, default: null },
         memory_shared: { type: 'boolean', default: false }
       }
     },
@@ -700,7 +703,9 @@ export const API_SCHEMA = {
         'driver_limit',
         'mig_slice',
         'memory_shared',
-        'mig_slice_not_known'
+        'mig_slice_not_known',
+        'cuda_order_uncertain',
+        'no_gpu_visible'
       ]
     },
     user_share: {

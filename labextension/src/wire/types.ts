@@ -124,7 +124,9 @@ export type Code =
   | 'driver_limit'
   | 'mig_slice'
   | 'memory_shared'
-  | 'mig_slice_not_known';
+  | 'mig_slice_not_known'
+  | 'cuda_order_uncertain'
+  | 'no_gpu_visible';
 /**
  * Where this kernel stands towards the PIDs NVML reports (docs/containers.md); null: no GPU to tell it from. Absent means null.
  */
@@ -894,6 +896,10 @@ export interface KernelGpu {
    * The profile of the MIG slice the kernel runs on ("1g.5gb"); null: not on a MIG slice, or not known. Added in 0.2.0: absent means null.
    */
   slice: string | null;
+  /**
+   * The memory of the MIG slice the kernel runs on, the GPU's memory as this kernel sees it; null: not on a MIG slice, or not known. Added in 0.2.0: absent means null.
+   */
+  sliceBytes: number | null;
   /**
    * The GPU has no memory of its own and shares the host's (GB10, Grace Hopper: unified memory): total_bytes, used_bytes and the budgets are the host's memory, under the cgroup's memory.max.
    */
