@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from jupyter_gpumem import values
-from jupyter_gpumem.budget.plan import Plan, kernel_slices
+from jupyter_gpumem.budget.plan import Plan, kernel_slices, visible_indices
 from jupyter_gpumem.gpu.model import MigDevice, Snapshot
 from jupyter_gpumem.i18n import gettext as _
 from jupyter_gpumem.units import GiB, MiB, format_mib
@@ -81,24 +81,13 @@ def mps_server(environ: Mapping[str, str]) -> bool:
 
 def cuda_order(visible: str | None, devices: Sequence[tuple[int, str]]) -> list[str]:
     """The GPUs (by NVML uuid) in CUDA's order: CUDA device ordinal i is the i-th. ``visible``:
-    CUDA_VISIBLE_DEVICES (indices, or GPU- uuids or their prefixes; the list ends at the first entry that
-    names no GPU, as in CUDA); ``devices``: (NVML index, uuid) of every GPU. Assumes CUDA counts in PCI
-    order as NVML does (CUDA_DEVICE_ORDER=PCI_BUS_ID, which %gpumem sets where it matters)."""
-    ordered = [uuid for _, uuid in sorted(devices)]
+    CUDA_VISIBLE_DEVICES, read as plan.visible_indices reads it; ``devices``: (NVML index, uuid) of every GPU.
+    Assumes CUDA counts in PCI order as NVML does (CUDA_DEVICE_ORDER=PCI_BUS_ID, which %gpumem sets where it
+    matters)."""
     if visible is None:
-        return ordered
-    chosen: list[str] = []
-    for item in (entry.strip() for entry in visible.split(",")):
-        if values.DIGITS.fullmatch(item):
-            match = [uuid for index, uuid in devices if index == int(item)]
-        elif item.startswith("GPU-"):
-            match = [uuid for uuid in ordered if uuid.startswith(item)]
-        else:
-            match = []
-        if len(match) != 1 or match[0] in chosen:
-            break
-        chosen.append(match[0])
-    return chosen
+        return [uuid for _, uuid in sorted(devices)]
+    uuid_of = dict(devices)
+    return [uuid_of[index] for index in visible_indices(visible, devices)[0]]
 
 
 @dataclass(frozen=True)

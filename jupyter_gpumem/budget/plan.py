@@ -3,7 +3,7 @@ split into the framework's allocator limit and the CUDA context/library overhead
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from jupyter_gpumem import values
@@ -133,26 +133,34 @@ def kernel_slices(visible: str | None, devices: tuple[Device, ...]) -> dict[str,
     return found
 
 
-def started_with(visible: str, devices: tuple[Device, ...]) -> tuple[tuple[Device, ...], bool]:
-    """The GPUs a CUDA_VISIBLE_DEVICES without MIG slices names, in its order, read as CUDA reads it: entries
-    separated by commas, each an index in CUDA's count or a GPU's UUID (or a prefix of one that only it has); the
-    list ends at the first entry that names no GPU, or one already named, so "" and "-1" name none. And whether an
-    index named one (CUDA counts in NVML's order only with CUDA_DEVICE_ORDER=PCI_BUS_ID or GPUs all alike)."""
-    named: list[Device] = []
+def visible_indices(visible: str, devices: Sequence[tuple[int, str | None]]) -> tuple[list[int], bool]:
+    """The GPUs a CUDA_VISIBLE_DEVICES without MIG slices names (NVML indices, in its order), read as CUDA reads it:
+    entries separated by commas, each an index in CUDA's count or a GPU's UUID (or a prefix of one that only it
+    has); the list ends at the first entry that names no GPU, or one already named, so "" and "-1" name none. And
+    whether an index named one (CUDA counts in NVML's order only with CUDA_DEVICE_ORDER=PCI_BUS_ID or GPUs all
+    alike). ``devices``: (NVML index, uuid) of every GPU. The one reading of the list: limits.cuda_order too."""
+    named: list[int] = []
     by_index = False
     for item in (entry.strip() for entry in visible.split(",")):
         index = values.DIGITS.fullmatch(item) is not None
         if index:
-            match = [d for d in devices if d.index == int(item)]
+            match = [i for i, _ in devices if i == int(item)]
         elif item.startswith("GPU-"):
-            match = [d for d in devices if d.uuid and d.uuid.startswith(item)]
+            match = [i for i, uuid in devices if uuid and uuid.startswith(item)]
         else:
             match = []
         if len(match) != 1 or match[0] in named:
             break
         named.append(match[0])
         by_index = by_index or index
-    return tuple(named), by_index
+    return named, by_index
+
+
+def started_with(visible: str, devices: tuple[Device, ...]) -> tuple[tuple[Device, ...], bool]:
+    """``visible_indices`` as the devices themselves."""
+    indices, by_index = visible_indices(visible, [(d.index, d.uuid) for d in devices])
+    by = {d.index: d for d in devices}
+    return tuple(by[i] for i in indices), by_index
 
 
 def _order_uncertain(visible: str, order: str | None, devices: tuple[Device, ...]) -> Said | None:
