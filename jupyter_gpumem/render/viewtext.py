@@ -83,8 +83,10 @@ def headline(gpu: SampleGpu, sample: Sample) -> tuple[str, Level]:
     if gpu["lost"]:
         return _("GPU {index} is lost: N/A").format(index=gpu["index"]), "error"
     if gpu.get("hidden"):
-        policy = printable(sample.get("policy") or "gpus=")
-        return _("Hidden from this kernel by its policy ({policy})").format(policy=policy), "ok"
+        policy = sample.get("policy") or ""
+        if "gpus=" not in policy:  # no gpus= of its own: the GPUs it started with (a hub's spawner's) leave this out
+            return _("Not this kernel's: it started without this GPU (CUDA_VISIBLE_DEVICES)"), "ok"
+        return _("Hidden from this kernel by its policy ({policy})").format(policy=printable(policy)), "ok"
     if budget is None:
         if own is None:
             return _("N/A used by this kernel (the driver cannot tell)"), "ok"

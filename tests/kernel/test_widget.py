@@ -49,6 +49,10 @@ def test_the_view_says_what_the_sidebar_says_for_the_same_sample():
     assert viewtext.policy_line(S1) == ("Policy: fraction=0.5 gpus=1 — in force in TensorFlow", "ok")
     assert viewtext.device_line(gpu1) == "GPU 1 · NVIDIA GeForce GTX 1080 · 4.8 GiB of 8.0 GiB used"
     assert viewtext.headline(gpu0, S1) == ("Hidden from this kernel by its policy (fraction=0.5 gpus=1)", "ok")
+    started = {**S1, "policy": "fraction=0.5"}  # no gpus= of its own: the GPUs it started with left GPU 0 out
+    assert (
+        viewtext.headline(gpu0, started)[0] == "Not this kernel's: it started without this GPU (CUDA_VISIBLE_DEVICES)"
+    )
     assert viewtext.choose_gpu(S1["gpus"], None) == gpu1["uuid"]  # the one with a budget
     assert viewtext.own_line(gpu1) == ("Exact: NVML lists this kernel's PID", "ok")
 

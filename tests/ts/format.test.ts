@@ -147,6 +147,11 @@ test('a GPU the policy hides says so instead of any figure', () => {
     level: 'ok'
   });
   assert.equal(budgetNote(hidden, NO_POLICY, trans), null);
+  // Without gpus= of its own, the GPUs the kernel started with left it out (a hub's spawner's CUDA_VISIBLE_DEVICES).
+  assert.equal(
+    headline(hidden, { policy: 'fraction=0.5' }, trans).text,
+    "Not this kernel's: it started without this GPU (CUDA_VISIBLE_DEVICES)"
+  );
 });
 
 test('a lost GPU reads as lost, in the error colour, everywhere: headline, choice, device, status bar', () => {

@@ -94,11 +94,17 @@ export function headline(
     return { text: trans.__('GPU %1 is lost: N/A', gpu.index), level: 'error' };
   }
   if (gpu.hidden) {
+    const policy = sample.policy ?? '';
+    // No gpus= of its own: the GPUs it started with (a hub's spawner's) leave this one out.
     return {
-      text: trans.__(
-        'Hidden from this kernel by its policy (%1)',
-        printable(sample.policy ?? 'gpus=')
-      ),
+      text: policy.includes('gpus=')
+        ? trans.__(
+            'Hidden from this kernel by its policy (%1)',
+            printable(policy)
+          )
+        : trans.__(
+            "Not this kernel's: it started without this GPU (CUDA_VISIBLE_DEVICES)"
+          ),
       level: 'ok'
     };
   }
