@@ -89,8 +89,18 @@ def diagnose(report: OutOfMemory, reading: Reading, uuids: list[str], growth: bo
         lines.append(
             "  " + _("The allocation that did not fit: {size}.").format(size=_size(report.bytes, report.rounded))
         )
+    elif report.error == "CUDARuntimeError":  # CuPy's raw CUDA error: no size, and not only the GPU's memory
+        lines.append(
+            "  "
+            + _(
+                "CUDA refused an allocation outside {framework}'s memory pool, of a size the message does not say: "
+                "GPU memory, or pinned host memory."
+            ).format(framework=framework)
+        )
     else:
         lines.append("  " + _("The message does not say which tensor did not fit."))
+    if report.pool_held is not None:
+        lines.append("  " + _pool(report, framework))
     if report.node or report.op:
         if report.node and report.op:
             where = _("In node {node} / op {op}.")
@@ -174,6 +184,20 @@ def _unmeasured(report: OutOfMemory) -> str:
     return _("not available (no driver, or the GPU could not be told)")
 
 
+def _pool(report: OutOfMemory, framework: str) -> str:
+    """What the framework's memory pool held when it failed, and under which limit (CuPy states both)."""
+    if report.pool_limit is None:
+        said = _("{framework}'s memory pool held {held} from the GPU.")
+    elif report.pool_limit_reached:
+        said = _(
+            "{framework}'s memory pool held {held} of its limit of {limit}: this allocation would have gone past it."
+        )
+    else:
+        said = _("{framework}'s memory pool held {held}, within its limit of {limit}: the GPU itself ran out first.")
+    limit = _size(report.pool_limit, False) if report.pool_limit is not None else ""
+    return said.format(framework=framework, held=_size(report.pool_held or 0, False), limit=limit)
+
+
 def _said_free(framework: str, free: int, report: OutOfMemory) -> str:
     """What the framework said was free when it failed; MPS's figure is under its own limit."""
     if report.accelerator == "MPS":
@@ -251,6 +275,14 @@ def _causes(
     report: OutOfMemory, device: Device | None, budget: int | None, growth: bool | None, framework: str
 ) -> list[str]:
     causes = []
+    if report.pool_limit_reached:  # the pool's own limit, which %gpumem sets and CuPy takes at any time
+        causes.append(
+            _(
+                "{framework}'s memory pool reached its limit ({limit}): ask for a larger budget with %gpumem "
+                "({framework} takes a new pool limit at once), or del arrays you no longer need and give the pool's "
+                "free blocks back with %gpumem free"
+            ).format(framework=framework, limit=_size(report.pool_limit or 0, False))
+        )
     if device is not None and device.total_bytes:
         others = sum(p.used_bytes or 0 for p in device.processes if not p.is_self)
         if others >= 0.1 * device.total_bytes:
@@ -260,7 +292,7 @@ def _causes(
                     held=format_mib(others), share=share
                 )
             )
-    if budget is not None and report.bytes is not None and report.bytes > budget:
+    if budget is not None and report.bytes is not None and report.bytes > budget and not report.pool_limit_reached:
         causes.append(
             _(
                 "the budget is too small for this tensor alone ({budget}): restart the kernel and ask for more "

@@ -36,6 +36,14 @@ JAX's (``JaxRuntimeError``, formerly ``XlaRuntimeError``, before that a plain ``
 1003520000 bytes.``, ``Out of memory allocating N bytes.``, ``Failed to allocate request for 3.73GiB (4000000000B) on
 device ordinal 0``; on a TPU ``XLA:TPU compile permanent error. Ran out of memory in memory space hbm.`` or ``Error
 allocating device buffer: Attempting to allocate 15.65G. That was not possible. There are 11.08G free.``
+
+CuPy's (cupy/cuda/memory.pyx; ``cupy.cuda.memory.OutOfMemoryError``, a ``MemoryError``), exact sizes of its memory
+pool: since 7.0 ``Out of memory allocating 25,600,000 bytes (allocated so far: 3,635,267,072 bytes).``, what the pool
+held from the GPU, and with a pool limit set ``(allocated so far: ..., limit set to: 1,073,741,824 bytes).``; before 7.0
+``out of memory to allocate 1073741824 bytes (total 12373894656 bytes)``, where the total counts the request too.
+A raw allocation outside the pool fails with ``CUDARuntimeError: cudaErrorMemoryAllocation: out of memory`` (module
+``cupy_backends.cuda.api.runtime``, ``cupy.cuda.runtime`` before 8.0), the same class as every other CUDA failure.
+Neither names a device.
 """
 
 from __future__ import annotations
@@ -112,6 +120,8 @@ class OutOfMemory:
     # The kind of device when the message tells it: "CUDA", "ROCm", "MPS", "XPU", "DirectML", "TPU"; None: not told
     # (TensorFlow's and JAX's GPU messages read the same on NVIDIA and AMD).
     accelerator: str | None = None
+    pool_held: int | None = None  # what the framework's memory pool held from the GPU (CuPy's "allocated so far")
+    pool_limit: int | None = None  # the pool's own limit, when the message states one (CuPy's "limit set to")
 
     @property
     def gpu_index(self) -> int | None:
@@ -126,6 +136,14 @@ class OutOfMemory:
         Not for host memory, nor Apple, Intel, AMD or DirectML GPUs, nor TPUs: NVML sees only NVIDIA GPUs."""
         on_cpu = (self.device or "").upper().startswith("CPU")
         return not on_cpu and self.accelerator in (None, "CUDA")
+
+    @property
+    def pool_limit_reached(self) -> bool:
+        """The request would have taken the pool past its own limit; else, with a limit stated, the GPU itself ran out
+        below it (CuPy raises the same error, limit and all, when CUDA refuses the memory)."""
+        if self.pool_limit is None or self.pool_held is None or self.bytes is None:
+            return False
+        return self.pool_held + self.bytes > self.pool_limit
 
     @property
     def dtype_name(self) -> str | None:
@@ -286,6 +304,41 @@ def parse_jax(message: str, error: str = "JaxRuntimeError") -> OutOfMemory:
     )
 
 
+_CUPY_POOL = re.compile(
+    r"Out of memory allocating (?P<size>[\d,]+) bytes"
+    r"(?: \(allocated so far: (?P<held>[\d,]+) bytes(?:, limit set to: (?P<limit>[\d,]+) bytes)?\))?"
+)
+# Before 7.0 (7.0.0a1 with the limit): the total is what the pool held plus the request.
+_CUPY_POOL_OLD = re.compile(
+    r"out of memory to allocate (?P<size>\d+) bytes "
+    r"\(total (?P<total>\d+) bytes(?:, limit set to (?P<limit>\d+) bytes)?\)"
+)
+_CUDA_OUT_OF_MEMORY = re.compile(r"cudaErrorMemoryAllocation:")  # CUDARuntimeError: the error's name leads
+_SIZE_T_MINUS_ONE = 2**64 - 1  # the figure MemoryAsyncPool gives for "not counted" (a size_t set to -1)
+
+
+def _number(text: str | None) -> int | None:
+    return int(text.replace(",", "")) if text else None
+
+
+def parse_cupy(message: str, error: str = "OutOfMemoryError") -> OutOfMemory:
+    """CuPy states its pool's figures exactly, never a device or a shape."""
+    size = held = limit = None
+    if found := _CUPY_POOL.search(message):
+        size, held, limit = _number(found["size"]), _number(found["held"]), _number(found["limit"])
+    elif found := _CUPY_POOL_OLD.search(message):
+        size, limit = int(found["size"]), _number(found["limit"])
+        held = int(found["total"]) - size
+    return OutOfMemory(
+        framework="CuPy",
+        error=error,
+        bytes=size,
+        accelerator="CUDA" if _CUDA_OUT_OF_MEMORY.match(message) else None,  # the CUDA runtime's own name
+        pool_held=held if held != _SIZE_T_MINUS_ONE else None,
+        pool_limit=limit,
+    )
+
+
 def recognise(error: BaseException) -> OutOfMemory | None:
     """The out-of-memory report for ``error`` or an exception it was raised from (``__cause__`` /
     ``__context__``), or None when none of them is a framework's out-of-memory error."""
@@ -309,6 +362,11 @@ def _read(error: BaseException) -> OutOfMemory | None:
     if name == "OutOfMemoryError" and module.startswith("torch"):
         return parse_pytorch(str(error), name)
     message = str(error)
+    if module.startswith(("cupy.", "cupy_backends.")):
+        if name == "OutOfMemoryError":
+            return parse_cupy(message, name)
+        # CuPy's class for every CUDA failure (an illegal address, no device...): the error's name decides.
+        return parse_cupy(message, name) if name == "CUDARuntimeError" and _CUDA_OUT_OF_MEMORY.match(message) else None
     if name in ("JaxRuntimeError", "XlaRuntimeError"):  # XLA's class for every failure: the message decides
         return parse_jax(message, name) if _XLA_OUT_OF_MEMORY.match(message) else None
     if not isinstance(error, RuntimeError):

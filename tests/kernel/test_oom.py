@@ -5,8 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_gpumem.kernel.advisor import friendly
-from jupyter_gpumem.kernel.oom import DTYPES, OutOfMemory, parse_jax, parse_pytorch, parse_tensorflow, recognise
+from jupyter_gpumem.budget.policy import Policy
+from jupyter_gpumem.budget.reading import Reading
+from jupyter_gpumem.budget.state import State
+from jupyter_gpumem.gpu.model import Snapshot
+from jupyter_gpumem.kernel.advisor import diagnose, friendly
+from jupyter_gpumem.kernel.oom import (
+    DTYPES,
+    OutOfMemory,
+    parse_cupy,
+    parse_jax,
+    parse_pytorch,
+    parse_tensorflow,
+    recognise,
+)
 from jupyter_gpumem.units import MiB
 
 S5_BYTES = 10000 * 28 * 28 * 32 * 4  # 957 MiB
@@ -147,7 +159,8 @@ def error(module, name, message):
 
 
 def test_another_librarys_out_of_memory_error_is_not_taken_for_pytorchs():
-    assert recognise(error("cupy.cuda.memory", "OutOfMemoryError", "Out of memory allocating 1,024 bytes")) is None
+    cupys = recognise(error("cupy.cuda.memory", "OutOfMemoryError", "Out of memory allocating 1,024 bytes"))
+    assert (cupys.framework, cupys.bytes) == ("CuPy", 1024)
     assert recognise(error("torch.cuda", "CudaError", "CUDA error: out of memory")) is None
     assert recognise(error("torch.cuda", "OutOfMemoryError", TORCH1)).bytes == 2 * MiB
 
@@ -274,6 +287,112 @@ def test_real_pytorch_and_jax_errors_are_recognised():
         assert recognise(error) is None
 
 
+CUPY_FORMS = {
+    # CuPy 7 and later: exact figures with thousands separators; "allocated so far" is what the pool held
+    "Out of memory allocating 25,600,000 bytes (allocated so far: 3,635,267,072 bytes).": (
+        25_600_000,
+        3_635_267_072,
+        None,
+    ),
+    "Out of memory allocating 805,306,368 bytes (allocated so far: 536,870,912 bytes, limit set to: 1,073,741,824 "
+    "bytes).": (805_306_368, 536_870_912, 1 << 30),
+    "Out of memory allocating 512 bytes": (512, None, None),  # MemoryAsyncPool without its statistics
+    # ... which in CuPy 10 to 14 pass a size_t set to -1 for "not counted"
+    "Out of memory allocating 512 bytes (allocated so far: 18,446,744,073,709,551,615 bytes).": (512, None, None),
+    # before 7.0 the total counts the request; 7.0.0a1 alone stated the limit in this form
+    "out of memory to allocate 1200000000 bytes (total 7204800000 bytes)": (1_200_000_000, 6_004_800_000, None),
+    "out of memory to allocate 1024 bytes (total 5120 bytes, limit set to 4096 bytes)": (1024, 4096, 4096),
+}
+
+
+@pytest.mark.parametrize("message", CUPY_FORMS)
+def test_cupy_messages_give_the_exact_request_what_the_pool_held_and_its_limit(message):
+    size, held, limit = CUPY_FORMS[message]
+    assert parse_cupy(message) == OutOfMemory(
+        "CuPy", "OutOfMemoryError", bytes=size, pool_held=held, pool_limit=limit
+    )  # no device, no shape: CuPy names neither
+
+
+def test_cupys_pool_limit_is_reached_only_when_the_request_would_take_the_pool_past_it():
+    reached = parse_cupy(next(m for m, (_, _, limit) in CUPY_FORMS.items() if limit == 1 << 30))
+    assert reached.pool_limit_reached  # 512 MiB held + 768 MiB asked > 1024 MiB
+    below = parse_cupy(
+        "Out of memory allocating 1,024 bytes (allocated so far: 2,048 bytes, limit set to: 4,096 bytes)."
+    )
+    assert not below.pool_limit_reached  # CUDA refused it below the limit: the GPU itself was full
+    assert not parse_cupy("Out of memory allocating 25,600,000 bytes (allocated so far: 0 bytes).").pool_limit_reached
+
+
+def test_real_cupy_errors_are_recognised_by_their_class_and_the_cuda_errors_name():
+    from cupy.cuda.memory import OutOfMemoryError
+    from cupy_backends.cuda.api.runtime import CUDARuntimeError
+
+    # CuPy builds the message itself from its figures: today's wording, read back exactly.
+    report = recognise(OutOfMemoryError(805_306_368, 536_870_912, 1 << 30))
+    assert (report.bytes, report.pool_held, report.pool_limit, report.device) == (
+        805_306_368,
+        536_870_912,
+        1 << 30,
+        None,
+    )
+    assert recognise(OutOfMemoryError(3 * 10**12, 0)).pool_limit is None
+    assert recognise(CUDARuntimeError(2)) == OutOfMemory("CuPy", "CUDARuntimeError", accelerator="CUDA")
+    for status in (1, 100, 700):  # an invalid value, no device, an illegal address
+        assert recognise(CUDARuntimeError(status)) is None, str(CUDARuntimeError(status))
+
+
+def test_a_cuda_error_that_only_mentions_memory_allocation_gets_no_diagnosis():
+    hostile = "cudaErrorIllegalAddress: an illegal memory access was encountered (after cudaErrorMemoryAllocation:)"
+    assert recognise(error("cupy_backends.cuda.api.runtime", "CUDARuntimeError", hostile)) is None
+    assert recognise(RuntimeError("cudaErrorMemoryAllocation: out of memory")) is None  # not CuPy's class
+    assert recognise(error("mycupy.memory", "OutOfMemoryError", "Out of memory allocating 1,024 bytes")) is None
+    assert recognise(error("cupy.cuda.memory", "OutOfMemoryError", "something else")) == OutOfMemory(
+        "CuPy", "OutOfMemoryError"
+    )  # CuPy's own class: a report even when the wording is unknown, as for TensorFlow's
+
+
+def no_gpu_figures() -> Reading:
+    return Reading(Snapshot(0.0, 1, ()), State(Policy(), None, (), True, None), False, {}, {})
+
+
+def test_cupys_pool_limit_reached_is_said_with_how_to_raise_it_or_free_the_pool():
+    lines = diagnose(parse_cupy(next(iter(m for m in CUPY_FORMS if "limit set to:" in m))), no_gpu_figures(), [], None)
+    assert lines.lines == (
+        "jupyter-gpumem: CuPy ran out of GPU memory (OutOfMemoryError).",
+        "  The allocation that did not fit: 768 MiB.",  # exact: no "about"
+        "  CuPy's memory pool held 512 MiB of its limit of 1024 MiB: this allocation would have gone past it.",
+        "  GPU memory figures: not available (no driver, or the GPU could not be told).",
+        "  Fix: run the work in smaller batches, e.g. jupyter_gpumem.batched(model.evaluate, x, y, batch_size=64), "
+        "and halve it until it fits.",
+        "  Also likely: CuPy's memory pool reached its limit (1024 MiB): ask for a larger budget with %gpumem (CuPy "
+        "takes a new pool limit at once), or del arrays you no longer need and give the pool's free blocks back with "
+        "%gpumem free.",
+    )
+    assert lines.batch_size is None  # CuPy gives no shape, so no batch is claimed
+
+
+def test_cupy_below_its_limit_or_without_one_says_what_its_pool_held_and_no_limit_cause():
+    below = parse_cupy(
+        "Out of memory allocating 1,048,576 bytes (allocated so far: 0 bytes, limit set to: 4,194,304 bytes)."
+    )
+    text = "\n".join(diagnose(below, no_gpu_figures(), [], None).lines)
+    assert "  CuPy's memory pool held 0 bytes, within its limit of 4 MiB: the GPU itself ran out first." in text
+    assert "reached its limit" not in text
+    text = "\n".join(diagnose(parse_cupy(next(iter(CUPY_FORMS))), no_gpu_figures(), [], None).lines)
+    assert "  CuPy's memory pool held 3467 MiB from the GPU." in text and "limit" not in text
+
+
+def test_cupys_raw_cuda_error_says_it_may_be_pinned_host_memory():
+    lines = diagnose(
+        parse_cupy("cudaErrorMemoryAllocation: out of memory", "CUDARuntimeError"), no_gpu_figures(), [], None
+    )
+    assert lines.lines[:2] == (
+        "jupyter-gpumem: CuPy ran out of GPU memory (CUDARuntimeError).",
+        "  CUDA refused an allocation outside CuPy's memory pool, of a size the message does not say: GPU memory, or "
+        "pinned host memory.",
+    )
+
+
 # ---------------------------------------------------------------------- in a real kernel
 
 RAISE = "import tensorflow as tf\nraise tf.errors.ResourceExhaustedError(None, None, {message!r})"
@@ -364,3 +483,18 @@ def test_a_real_jax_resource_exhausted_error_gets_the_advice(kernel_with):
     assert reply.stdout.startswith("jupyter-gpumem: JAX ran out of GPU memory (JaxRuntimeError).")
     assert "The allocation that did not fit: 38146973 MiB." in reply.stdout
     assert "growth is off, so JAX reserved its pool when it started" in reply.stdout
+
+
+@pytest.mark.kernel
+def test_a_real_cupy_out_of_memory_error_at_its_pool_limit_gets_the_advice(kernel_with):
+    kernel = kernel_with("s5_small_card")
+    kernel.run("%load_ext jupyter_gpumem")
+    reply = kernel.run("import cupy\nraise cupy.cuda.memory.OutOfMemoryError(300 * 2**20, 600 * 2**20, 800 * 2**20)")
+    assert reply.status == "error" and "OutOfMemoryError" in reply.error  # the traceback is untouched
+    out = reply.stdout
+    assert out.startswith("jupyter-gpumem: CuPy ran out of GPU memory (OutOfMemoryError).")
+    assert "The allocation that did not fit: 300 MiB." in out
+    assert "CuPy's memory pool held 600 MiB of its limit of 800 MiB" in out
+    assert "GPU 0 GeForce GT 730: this kernel holds 802 MiB as nvidia-smi counts it" in out  # no device named: its GPU
+    assert "Also likely: CuPy's memory pool reached its limit (800 MiB)" in out
+    assert "growth is off" not in out  # CuPy takes no pool at start

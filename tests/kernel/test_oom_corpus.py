@@ -6,6 +6,7 @@ that only mention memory) get no diagnosis. `python tests/kernel/test_oom_corpus
 from __future__ import annotations
 
 import builtins
+import importlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -25,9 +26,16 @@ CORE = ("framework", "bytes", "shape", "dtype", "device", "node")
 
 def raised(case: dict[str, Any]) -> BaseException:
     """The exception as that framework version raised it: the real class where it is installed (TensorFlow,
-    PyTorch, JAX), a builtin where the class was generic, else a class of that name and module (jaxlib's
+    PyTorch, JAX, CuPy), a builtin where the class was generic, else a class of that name and module (jaxlib's
     XlaRuntimeError, gone from today's jaxlib)."""
     name, message = case["raised"], case["message"]
+    if name.startswith("cupy"):
+        # CuPy's classes build their message from figures (today's wording): the pasted one is set as it was printed.
+        module, _, cls = name.rpartition(".")
+        kind = getattr(importlib.import_module(module), cls)  # cupy.cuda.runtime re-exports cupy_backends' class
+        error = kind.__new__(kind)
+        error.args = (message,)
+        return error
     if name.endswith("ResourceExhaustedError"):
         import tensorflow as tf
 
@@ -69,6 +77,12 @@ def read(case: dict[str, Any]) -> dict[str, Any] | None:
     }
     if case["framework"] == "TensorFlow":
         facts["node"] = report.node
+    if case["framework"] == "CuPy":
+        facts |= {
+            "pool_held": report.pool_held,
+            "pool_limit": report.pool_limit,
+            "pool_limit_reached": report.pool_limit_reached,
+        }
     return facts
 
 
@@ -98,6 +112,8 @@ def test_the_corpus_holds_every_era_and_device():
         ("TensorFlow", "XPU"),
         ("JAX", "GPU"),
         ("JAX", "TPU"),
+        ("CuPy", "GPU"),
+        ("CuPy", "CUDA"),
     ]:
         assert kinds[wanted], wanted
     raised_as = Counter(case["raised"].rpartition(".")[2] for case in CASES.values() if case["expect"])
