@@ -309,15 +309,7 @@ def running_prometheus(
                 stderr=subprocess.STDOUT,
             )
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while process.poll() is None and time.monotonic() < deadline:
-            try:
-                if http(url + "/-/ready")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.2)
-        if process.poll() is None and time.monotonic() < deadline:
+        if prometheus_ready(process, url, 60):
             break
         stop(process)
         if "address already in use" not in log_path.read_text().lower():
@@ -328,6 +320,19 @@ def running_prometheus(
         yield url
     finally:
         stop(process)
+
+
+def prometheus_ready(process: subprocess.Popen[Any], url: str, seconds: float) -> bool:
+    """Whether the Prometheus ``process`` at ``url`` answers ready within ``seconds``; False once it has exited."""
+    deadline = time.monotonic() + seconds
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            if http(url + "/-/ready")[0] == 200:
+                return True
+        except OSError:
+            pass
+        time.sleep(0.2)
+    return False
 
 
 def prometheus_query(url: str, query: str) -> list[dict[str, Any]]:

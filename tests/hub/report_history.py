@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server_fixtures import free_port, http, stop
+from server_fixtures import free_port, prometheus_ready, stop
 
 GiB = 2**30
 SLOT_S = 300
@@ -350,18 +350,19 @@ def prometheus(tsdb: Path, log: Path, *flags: str, config: Path | None = None) -
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            try:
-                if http(url + "/-/ready")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.2)
+        assert prometheus_ready(process, url, 120), log.read_text()[-3000:]
         yield url
     finally:
         stop(process)
+
+
+@contextmanager
+def month(users: list[User], slots: int, base: Path) -> Iterator[tuple[int, str]]:
+    """The history backfilled under ``base`` with its last sample (at the last slot's end) 5 minutes before now, and
+    Prometheus on it: (slot 0's time, its URL)."""
+    start = int(time.time()) // SLOT_S * SLOT_S - SLOT_S - slots * SLOT_S
+    with prometheus(backfill(users, start, slots, base), base / "prometheus.log") as url:
+        yield start, url
 
 
 def backfill(users: list[User], start: int, slots: int, base: Path, block: str = "24h") -> Path:

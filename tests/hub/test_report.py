@@ -54,10 +54,7 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     base = tmp_path_factory.mktemp("report")
     users = history.make(USERS, SLOTS)
-    # The last sample (at the last slot's end) 5 minutes before now; the first well inside the last 30 days.
-    start = int(time.time()) // 300 * 300 - 300 - SLOTS * 300
-    tsdb = history.backfill(users, start, SLOTS, base)
-    with history.prometheus(tsdb, base / "prometheus.log") as url:
+    with history.month(users, SLOTS, base) as (start, url):  # the first sample well inside the last 30 days
         env = {"JUPYTER_GPUMEM_HUB_PROMETHEUS_URL": url, "JUPYTER_GPUMEM_HUB_INTERVAL_S": "1"}
         with running_fleet(base / "fleet", 6, "", env) as fleet:
             yield Served(users, start, fleet.service, url)

@@ -5,7 +5,6 @@ light, dark and Japanese; screenshots in tests/artifacts/ (hub-report-light.png,
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,9 +28,7 @@ SLOTS = 30 * 288 - 6
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     base = tmp_path_factory.mktemp("report-page")
     users = history.make(USERS, SLOTS)
-    start = int(time.time()) // 300 * 300 - 300 - SLOTS * 300
-    tsdb = history.backfill(users, start, SLOTS, base)
-    with history.prometheus(tsdb, base / "prometheus.log") as url:
+    with history.month(users, SLOTS, base) as (_, url):
         env = {"JUPYTER_GPUMEM_HUB_PROMETHEUS_URL": url}
         with running_fleet(base / "fleet", 4, "", env) as running:
             yield running
