@@ -183,6 +183,7 @@ class Phase:
     given: int | None = None  # readings the driver completed in the window that ended here (None: not quiet)
     delivered: int | None = None  # ... and the sampler delivered
     truth: dict[str, bool] = field(default_factory=dict)  # what each surface said, where the phase checks it
+    began_t: float = 0.0  # the wall clock as it began (before its fault or restart): where a missing sample fell
 
 
 @dataclass
@@ -600,7 +601,7 @@ class Soak:
             phase.kernel, phase.server = (phase.kernel[0], kernel), (phase.server[0], server)
 
     def run_phase(self, cycle: int, spec: Spec) -> Phase:
-        phase = Phase(cycle, spec.name, spec.fault)
+        phase = Phase(cycle, spec.name, spec.fault, began_t=time.time())
         started = time.monotonic()
         hold_s = spec.intervals * self.settings.interval_s * self.settings.scale
         if spec.fault == "kernel restart":
@@ -712,6 +713,14 @@ class Soak:
         while not self.sent <= self.received and time.monotonic() < deadline:
             time.sleep(0.1)
             self.received.update(self.browser.take())
+
+
+def where(t: float, phases: list[Phase]) -> str:
+    """A sample's time, and the phase it fell in with how far into it (a restart's starts with the restart)."""
+    phase = next((p for p in reversed(phases) if p.began_t <= t), None)
+    if phase is None:
+        return f"{t:.3f} (before the first phase)"
+    return f"{t:.3f} (cycle {phase.cycle} {phase.name}, {t - phase.began_t:.1f} s in)"
 
 
 @dataclass(frozen=True)
@@ -865,7 +874,7 @@ def judge(result: Result, settings: Settings) -> dict[str, tuple[bool, str]]:
     criteria["every sample reached the sidebar"] = (
         result.samples > 0 and not result.missing,
         f"{result.arrived} of the kernel's {result.samples} samples"
-        + (f"; missing at t = {', '.join(f'{t:.3f}' for t, _ in result.missing[:5])}" if result.missing else ""),
+        + (f"; missing at t = {', '.join(where(t, phases) for t, _ in result.missing[:5])}" if result.missing else ""),
     )
     said = [(p, k, v) for p in phases for k, v in p.truth.items()]
     wrong = [f"cycle {p.cycle} {p.name}: {k}" for p, k, v in said if not v]

@@ -170,6 +170,7 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
         assert state["selfRows"] == 0 and state["badges"] == 0, state
         assert state["headlineColour"] == state["textColour"], state  # no red 105% for a dead kernel
     assert seen["collecting"], "the new kernel's chart never said Collecting… before its second sample"
+    expect(panel.locator("tr.jp-GpuMem-self")).to_have_count(1)  # the new kernel's row, once the table has it
     new_pid = next(r for r in rows(page) if r[1] == "pythonthis kernel")[0]
     assert new_pid != pid
     expect(panel.locator(".jp-GpuMem-body")).not_to_have_class(re.compile("jp-mod-stale"))
