@@ -34,6 +34,7 @@ def run() -> Iterator[Run]:
     settings = soak.Settings(scale=0.6)
     result = soak.run(cycles=1, settings=settings, kernel_every=1, server_every=1, log=lines.append)
     lines += soak.summary(result, settings)
+    print("\n".join(lines))  # the soak's report: shown with -s, and with a failing test's output
     yield Run(result, lines)
 
 
