@@ -151,7 +151,7 @@ test('a kernel on a MIG slice: the slice and its profile in the limits, the stat
   );
 });
 
-test('a driver limit: one hard line in the limits; the status bar shows this kernel against it without a budget', () => {
+test('a driver limit: one hard line in the limits; the status bar shows what the driver counts against it without a budget', () => {
   const sample = sampleWith({ ...NO_BUDGET, driver_limit: LIMIT });
   const gpu = sample.gpus[1];
   assert.deepEqual(gpu.driverLimit, {
@@ -175,9 +175,34 @@ test('a driver limit: one hard line in the limits; the status bar shows this ker
     text: 'GPU 5.8/6.0 GiB',
     level: 'warn'
   });
+  // The driver counts the whole cgroup against its limit: the user's other kernels under it too. That count is
+  // the figure where it is more than this kernel's (an allocation fails when it reaches the limit), and where
+  // NVML does not tell this kernel's own.
+  const crowded = {
+    ...gpu,
+    driverLimit: { ...gpu.driverLimit!, usedBytes: 5.8 * GiB }
+  };
+  assert.deepEqual(statusText(crowded, trans), {
+    text: 'GPU 5.8/6.0 GiB',
+    level: 'warn'
+  });
   assert.equal(
     statusText({ ...gpu, ownBytes: null }, trans).text,
+    'GPU 1.5/6.0 GiB'
+  );
+  const untold = {
+    ...gpu,
+    driverLimit: { ...gpu.driverLimit!, usedBytes: null }
+  };
+  assert.equal(
+    statusText({ ...untold, ownBytes: null }, trans).text,
     'GPU N/A of 6.0 GiB'
+  );
+  assert.equal(statusText(untold, trans).text, 'GPU 1.5/6.0 GiB');
+  // Under a budget the figure is this kernel's own, the budget being its own.
+  assert.equal(
+    statusText({ ...crowded, budgetBytes: 4 * GiB }, trans).text,
+    'GPU 1.5/4.0 GiB'
   );
   assert.ok(statusTooltip(gpu, sample, trans).split('\n').includes(LIMIT_LINE));
   // A budget is the figure the item shows (the planner puts it at or below the driver's limit).

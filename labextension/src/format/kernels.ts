@@ -65,7 +65,8 @@ function shapeWords(gpu: RowGpu, trans: Trans): string[] {
 }
 
 /** The colour of a kernel's memory on one GPU, as the status bar colours it (statusbar.ts statusText): against
- * its budget, or without one against the driver's limit where it binds. */
+ * its budget, or without one against the driver's limit where it binds; the kernel's own memory, where the status
+ * bar takes the driver's count on the cgroup when it is more (the server's list does not carry that count). */
 function gpuLevel(gpu: RowGpu): Level {
   const bound = gpu.budgetBytes ?? driverLimit(gpu);
   return gpu.usedBytes === null || bound === null

@@ -17,7 +17,9 @@ import type { ILine, Trans } from './trans';
 /**
  * The status-bar item: "GPU 3.1/4.0 GiB" (against the budget, coloured as the headline), "GPU 3.1
  * GiB" without one, "GPU lost" in the error colour. Without a budget, the NVIDIA driver's hard limit on
- * the kernel's cgroup where it binds (below the GPU's memory) stands in for one: "GPU 1.5/6.0 GiB".
+ * the kernel's cgroup where it binds (below the GPU's memory) stands in for one: "GPU 1.5/6.0 GiB", the
+ * figure then what the driver counts against it where it tells (the cgroup's: the user's other kernels
+ * under the same limit too), at least this kernel's own: an allocation fails when that count reaches it.
  */
 export function statusText(
   gpu: BudgetGpu & Partial<Pick<SampleGpu, 'driverLimit' | 'totalBytes'>>,
@@ -29,10 +31,15 @@ export function statusText(
   if (gpu.hidden) {
     return { text: trans.__('GPU hidden'), level: 'ok' };
   }
-  const { ownBytes } = gpu;
   const hard = gpu.driverLimit?.hardBytes ?? null;
-  const budgetBytes =
-    gpu.budgetBytes ?? (limitBinds(hard, gpu.totalBytes ?? null) ? hard : null);
+  const driverBinds =
+    gpu.budgetBytes === null && limitBinds(hard, gpu.totalBytes ?? null);
+  const budgetBytes = driverBinds ? hard : gpu.budgetBytes;
+  const counted = driverBinds ? (gpu.driverLimit?.usedBytes ?? null) : null;
+  const ownBytes =
+    counted === null
+      ? gpu.ownBytes
+      : Math.max(counted, gpu.ownBytes ?? counted);
   if (budgetBytes === null) {
     return {
       text: trans.__('GPU %1', formatBytes(ownBytes, trans)),
