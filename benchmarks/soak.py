@@ -47,7 +47,9 @@ Measured at the start and the end of every phase:
   channel in the page (a counter wrapped around Channel.receive from the page: a hello's replayed history counts;
   after a page load the channel is asked to reconnect, until a hello comes after the counter, so the replay covers
   what came before it: a channel asked while its own first request is on its way does nothing, and a single ask
-  then lost the page's first sample). Samples are told apart by their time and stalled_since.
+  then lost the page's first sample). Samples are told apart by their time and stalled_since. A message the page
+  dropped (its protocol check refused it and said so in the console) fails it too, and a missing sample that was
+  a kernel's first says so.
 - Truth: during each stall, the sidebar shows its stalled sentence, `%gpumem status` says so, the server's
   /api/gpumem/v1 carries stalled_since and /metrics says jupyter_gpumem_driver_answering 0; after recovery, none of
   it. And every kernel a restart replaced is gone.
@@ -196,6 +198,8 @@ class Result:
     gaps: list[str]  # probe windows the kernel's history no longer covered (the accounting is incomplete)
     setups: list[float]  # the setup cell's round trip in each kernel
     on_its_way: list[bool]  # per page load: the page's own request was on its way when the soak asked for a replay
+    dropped: list[str]  # the page's warnings of a message from the kernel it dropped (wire/protocol.ts receive)
+    firsts: set[float]  # each kernel's first sample's time
     leftovers: list[int]  # kernels a restart replaced that were still running
     criteria: dict[str, tuple[bool, str]]
     wall_s: float
@@ -499,6 +503,12 @@ class Browser:
         self.on_its_way: list[bool] = []  # per page load: the page's own request was on its way at the replay's ask
         self.cdp = page.context.new_cdp_session(page)
         page.on("dialog", lambda dialog: dialog.accept())  # "leave the page?" on reload
+        self.dropped: list[str] = []
+        page.on("console", self._console)
+
+    def _console(self, message: Any) -> None:
+        if "jupyter-gpumem: dropped" in message.text:
+            self.dropped.append(message.text)
 
     def open(self, reset: bool) -> str:
         """Load JupyterLab with the notebook (its session starts a kernel), the sidebar open and streaming, the
@@ -572,6 +582,7 @@ class Soak:
         self.received: set[tuple[float, float | None]] = set()  # every sample the page's channels took
         self.gaps: list[str] = []
         self.setups: list[float] = []  # the setup cell's round trip in each kernel
+        self.firsts: set[float] = set()  # each kernel's first sample's time
 
     # -- a kernel's life
 
@@ -589,6 +600,8 @@ class Soak:
         found = self.cells.probe()
         self.kernel_pid = int(found["pid"])
         self.cut, self.readings, self.seen_t = 0.0, 0, 0.0
+        if found["samples"]:
+            self.firsts.add(float(found["samples"][0][0]))
         self.account(found, phase)
 
     def account(self, found: dict[str, Any], phase: Phase) -> None:
@@ -793,6 +806,8 @@ def run(
         soak.gaps,
         soak.setups,
         soak.browser.on_its_way,
+        soak.browser.dropped,
+        soak.firsts,
         leftovers,
         {},
         time.monotonic() - started,
@@ -891,10 +906,12 @@ def judge(result: Result, settings: Settings) -> dict[str, tuple[bool, str]]:
         + (f"; short in {', '.join(lost[:6])}" + (" ..." if len(lost) > 6 else "") if lost else "")
         + (f"; {len(result.gaps)} windows not covered" if result.gaps else ""),
     )
+    missing = [where(t, phases) + (" (a kernel's first)" if t in result.firsts else "") for t, _ in result.missing]
     criteria["every sample reached the sidebar"] = (
-        result.samples > 0 and not result.missing,
+        result.samples > 0 and not result.missing and not result.dropped,
         f"{result.arrived} of the kernel's {result.samples} samples"
-        + (f"; missing at t = {', '.join(where(t, phases) for t, _ in result.missing[:5])}" if result.missing else ""),
+        + (f"; missing at t = {', '.join(missing[:5])}" if missing else "")
+        + (f"; the page dropped {len(result.dropped)} messages: {result.dropped[0]}" if result.dropped else ""),
     )
     said = [(p, k, v) for p in phases for k, v in p.truth.items()]
     wrong = [f"cycle {p.cycle} {p.name}: {k}" for p, k, v in said if not v]
