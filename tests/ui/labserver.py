@@ -131,6 +131,7 @@ def set_sidebar_width(page: Page, width: int) -> None:
     """Make the (open) GPU Memory panel ``width`` pixels wide."""
     got = page.evaluate(SIDEBAR_WIDTH, width)
     assert abs(got - width) <= 0.5, f"the panel is {got} px wide, not {width}"
+    wait_for_layout(page)
 
 
 def set_theme(page: Page, dark: bool) -> None:
@@ -142,7 +143,26 @@ def set_theme(page: Page, dark: bool) -> None:
         "dark => (getComputedStyle(document.body).getPropertyValue('--jp-layout-color1').trim() === 'white') !== dark",
         arg=dark,
     )
-    page.wait_for_timeout(500)  # the old theme's stylesheet goes a moment later
+    # The old theme's stylesheet goes a moment after the new one is in: until one theme is left.
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('link[rel=stylesheet]')].filter(l => l.href.includes('/themes/')).length"
+        " === 1"
+    )
+    wait_for_layout(page)
+
+
+# Two frames laid out (evaluate awaits the promise; wait_for_function would not).
+FRAMES = "() => new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)))"
+# The chart, where one is drawn and shown, as wide as its box: plotly redraws a frame or more after a resize.
+PLOT_FOLLOWED = """() => { const gd = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
+  return !gd?._fullLayout || gd.offsetParent === null || gd._fullLayout.width === gd.parentNode.clientWidth; }"""
+
+
+def wait_for_layout(page: Page) -> None:
+    """Until the panel has followed a new width or theme: what a test reads or shoots then is the new layout,
+    however loaded the machine."""
+    page.evaluate(FRAMES)
+    page.wait_for_function(PLOT_FOLLOWED, timeout=10_000)
 
 
 def looks(page: Page) -> Iterator[tuple[str, int, str]]:
@@ -154,7 +174,6 @@ def looks(page: Page) -> Iterator[tuple[str, int, str]]:
         theme = "dark" if dark else "light"
         for width in (250, 600):
             set_sidebar_width(page, width)
-            page.wait_for_timeout(300)  # a frame for the panel to follow its new size
             yield theme, width, f"{theme}, {width} px"
     set_theme(page, False)
 

@@ -95,12 +95,7 @@ def test_in_each_language_the_sidebar_the_status_bar_and_the_kernel_word_in_that
 
     rows = panel.locator(".jp-GpuMem-processes tbody tr").count()
     assert rows == 3  # this kernel and two others on GPU 0
-    for theme, width, where in looks(page):
-        page.wait_for_function(
-            """() => { const gd = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
-                       return gd._fullLayout?.width === gd.parentNode.clientWidth; }""",
-            timeout=10_000,
-        )
+    for theme, width, where in looks(page):  # plotly has drawn at the new size
         got = layout(page)
         for box in got["scrollers"]:  # the panel, its content, the table's box, the toolbar
             assert box["scrollWidth"] <= box["clientWidth"], f"{locale}, {where}: {box}"

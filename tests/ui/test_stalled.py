@@ -63,7 +63,6 @@ def test_a_stalled_driver_is_said_everywhere_never_holds_a_cell_and_recovery_is_
             panel.screenshot(path=ARTIFACTS / f"sidebar-stalled-250-{'dark' if dark else 'light'}.png")
         set_theme(page, False)
         set_sidebar_width(page, 600)
-        page.wait_for_timeout(300)
         panel.screenshot(path=ARTIFACTS / "sidebar-stalled-600-light.png")
     finally:
         lab.set_scenario(scenario)
