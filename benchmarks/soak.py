@@ -200,6 +200,7 @@ class Result:
     on_its_way: list[bool]  # per page load: the page's own request was on its way when the soak asked for a replay
     dropped: list[str]  # the page's warnings of a message from the kernel it dropped (wire/protocol.ts receive)
     firsts: set[float]  # each kernel's first sample's time
+    said: list[str]  # what jupyter-gpumem wrote in the servers' and kernels' logs (warnings and errors)
     leftovers: list[int]  # kernels a restart replaced that were still running
     criteria: dict[str, tuple[bool, str]]
     wall_s: float
@@ -747,6 +748,17 @@ class Soak:
             self.received.update(self.browser.take())
 
 
+def kernel_said(base: Path) -> list[str]:
+    """The lines jupyter-gpumem wrote to the logs of the servers and their kernels (a kernel's stderr goes to its
+    server's log): its warnings and errors, such as a sample the sampler took and could not send."""
+    return [
+        line.strip()
+        for log in sorted(base.glob("server-*.log"))
+        for line in log.read_text(errors="replace").splitlines()
+        if "jupyter-gpumem:" in line and not line.startswith("[I ")  # the server's own start, at INFO
+    ]
+
+
 def where(t: float, phases: list[Phase]) -> str:
     """A sample's time, and the phase it fell in with how far into it (a restart's starts with the restart)."""
     phase = next((p for p in reversed(phases) if p.began_t <= t), None)
@@ -796,6 +808,7 @@ def run(
         finally:
             chromium.close()
             lab.stop()
+        said = kernel_said(Path(base))
     leftovers = [pid for pid in soak.replaced if running(pid)]
     missing = sorted(soak.sent - soak.received, key=lambda s: s[0])
     result = Result(
@@ -808,6 +821,7 @@ def run(
         soak.browser.on_its_way,
         soak.browser.dropped,
         soak.firsts,
+        said,
         leftovers,
         {},
         time.monotonic() - started,
@@ -911,7 +925,8 @@ def judge(result: Result, settings: Settings) -> dict[str, tuple[bool, str]]:
         result.samples > 0 and not result.missing and not result.dropped,
         f"{result.arrived} of the kernel's {result.samples} samples"
         + (f"; missing at t = {', '.join(missing[:5])}" if missing else "")
-        + (f"; the page dropped {len(result.dropped)} messages: {result.dropped[0]}" if result.dropped else ""),
+        + (f"; the page dropped {len(result.dropped)} messages: {result.dropped[0]}" if result.dropped else "")
+        + (f"; the kernels and servers logged: {' | '.join(result.said[:3])}" if result.said and missing else ""),
     )
     said = [(p, k, v) for p in phases for k, v in p.truth.items()]
     wrong = [f"cycle {p.cycle} {p.name}: {k}" for p, k, v in said if not v]
@@ -1002,6 +1017,8 @@ def summary(result: Result, settings: Settings) -> list[str]:
         )
     if result.setups:
         lines.append(f"setup cell in each new kernel: max {max(result.setups):.2f} s (outside the bound: its imports)")
+    if result.said:
+        lines.append(f"jupyter-gpumem in the servers' logs ({len(result.said)} lines): " + " | ".join(result.said[:5]))
     if result.on_its_way:
         lines.append(
             f"page loads: {sum(result.on_its_way)} of {len(result.on_its_way)} found the page's own request to stream "
