@@ -474,8 +474,9 @@ TAKE = """() => {
 }"""
 # The replay of what the channel took before the counter: a hello that comes after it. Channel.start() does nothing
 # while a request is on its way, and the page's own first one may still be (its hello and first sample came, its
-# reply not yet): a single ask then lost the first sample, about one run in ten (issue 45). So it asks until a hello
-# comes. Whether the page's request was on its way at the first ask (the channel's private _pending, read here only).
+# reply not yet): a single ask then lost what the channel took before the counter (issue 45). So it asks until a
+# hello comes. Whether the page's request was on its way at the first ask (the channel's private _pending, read here
+# only).
 RECONNECT = f"""async () => {{
   const channel = {PANEL}.kernels.current;
   const soak = window.gpumemSoak;

@@ -1,8 +1,8 @@
 """The soak's count of what reaches the sidebar (benchmarks/soak.py) starts after a page load, when the channel has
 already taken samples: it asks the kernel to replay them. A channel asked to stream while its own request is still
-on its way does nothing, and the soak's first ask came in that moment about once in ten runs (the page's hello and
-first sample had come, its reply not yet): that first sample never counted, the one sample in ~170 that issue 45
-found missing. The ask now waits for a hello that comes after the counter."""
+on its way does nothing, so an ask that came in that moment (the page's hello and first sample had come, its reply
+not yet) brought no replay, and what the channel took before the counter never counted: one sample, a kernel's
+first, the loss issue 45 found about once in ten runs. The ask now waits for a hello that comes after the counter."""
 
 from __future__ import annotations
 
