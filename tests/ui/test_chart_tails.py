@@ -54,12 +54,15 @@ def test_an_hours_newest_part_is_drawn_where_plotlys_lines_end_and_moves_without
     open_notebook(page, lab, "tails.ipynb", ["1 + 1"])
     open_sidebar(page)
     expect(page.locator("#jupyter-gpumem-panel .jp-GpuMem-plot .scatterlayer")).to_have_count(1)
-    # The kernel's sampler stopped: the page sees only the samples given here.
+    # The kernel's sampler stopped, and the channel's stall watchdog (its private timer): the page sees only the
+    # samples given here. With the watchdog on, 5 s without a sample (a loaded machine between two looks) reconnects
+    # the channel, which starts the sampler again and replaces the hour given here with the kernel's own samples.
     page.evaluate(
         """() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.requestExecute(
              { code: "from jupyter_gpumem.kernel.runtime import runtime; runtime().stream.sampler.stop()",
                silent: true }).done"""
     )
+    page.evaluate(f"() => window.clearInterval({PANEL}.kernels.current._watchdog)")
     page.mouse.move(0, 0)  # the pointer away from the plot: the split, live figure
     # Ten seconds into a minute: the twenty samples below cross no settle step (a minute, whole buckets),
     # where the traces would take the new buckets in a replot.
