@@ -448,7 +448,7 @@ COUNT = f"""() => {{
   const channel = {PANEL}?.kernels.current;
   if (!channel) return null;
   if (!window.gpumemSoak) {{
-    const soak = {{ samples: [], hellos: 0 }};
+    const soak = {{ samples: [], hellos: new WeakMap() }};  // hellos: per channel
     const proto = Object.getPrototypeOf(channel);
     const receive = proto.receive;
     proto.receive = function (data) {{
@@ -458,7 +458,7 @@ COUNT = f"""() => {{
         soak.samples.push([data.sample.t, data.sample.stalled_since ?? null]);
       }} else if (data?.type === 'hello' && (this.history.latest !== before || data.history.length === 0)) {{
         for (const s of data.history) soak.samples.push([s.t, s.stalled_since ?? null]);
-        soak.hellos += 1;
+        soak.hellos.set(this, (soak.hellos.get(this) ?? 0) + 1);
       }}
       return result;
     }};
@@ -479,13 +479,16 @@ TAKE = """() => {
 # only).
 RECONNECT = f"""async () => {{
   const channel = {PANEL}.kernels.current;
-  const soak = window.gpumemSoak;
-  const hellos = soak.hellos;
+  const hellos = window.gpumemSoak.hellos;
+  const before = hellos.get(channel) ?? 0;
   const onItsWay = channel._pending === true;
-  for (let asked = 0; soak.hellos === hellos; asked++) {{
-    if (asked === 300) throw new Error('the kernel sent no hello in 30 s of asking it to stream again');
+  for (let asked = 0; (hellos.get(channel) ?? 0) === before; asked++) {{
+    if (channel.isDisposed) throw new Error('the channel the count began with went before its replay came');
+    if (asked === 300) {{
+      throw new Error('no hello after 300 asks to stream again (one the page refused is in its console)');
+    }}
     await channel.start();
-    if (soak.hellos === hellos) await new Promise(resolve => setTimeout(resolve, 100));
+    if ((hellos.get(channel) ?? 0) === before) await new Promise(resolve => setTimeout(resolve, 100));
   }}
   return onItsWay;
 }}"""
@@ -754,7 +757,7 @@ def kernel_said(base: Path) -> list[str]:
     server's log): its warnings and errors, such as a sample the sampler took and could not send."""
     return [
         line.strip()
-        for log in sorted(base.glob("server-*.log"))
+        for log in sorted(base.glob("server-*.log"), key=lambda path: int(path.stem.split("-")[1]))
         for line in log.read_text(errors="replace").splitlines()
         if "jupyter-gpumem:" in line and not line.startswith("[I ")  # the server's own start, at INFO
     ]
@@ -927,7 +930,11 @@ def judge(result: Result, settings: Settings) -> dict[str, tuple[bool, str]]:
         f"{result.arrived} of the kernel's {result.samples} samples"
         + (f"; missing at t = {', '.join(missing[:5])}" if missing else "")
         + (f"; the page dropped {len(result.dropped)} messages: {result.dropped[0]}" if result.dropped else "")
-        + (f"; the kernels and servers logged: {' | '.join(result.said[:3])}" if result.said and missing else ""),
+        + (
+            f"; the kernels and servers logged: {' | '.join(result.said[:3])}"
+            if result.said and (missing or result.dropped)
+            else ""
+        ),
     )
     said = [(p, k, v) for p in phases for k, v in p.truth.items()]
     wrong = [f"cycle {p.cycle} {p.name}: {k}" for p, k, v in said if not v]

@@ -166,7 +166,8 @@ test('a driver limit: one hard line in the limits; the status bar shows what the
       .split('\n')
       .includes(LIMIT_LINE)
   );
-  // No budget: this kernel against the driver's limit, as against a budget, in its colours.
+  // No budget: against the driver's limit, as against a budget, in its colours; here the driver counts no more
+  // than this kernel's own.
   assert.deepEqual(statusText(gpu, trans), {
     text: 'GPU 1.5/6.0 GiB',
     level: 'ok'

@@ -143,19 +143,27 @@ def set_theme(page: Page, dark: bool) -> None:
         "dark => (getComputedStyle(document.body).getPropertyValue('--jp-layout-color1').trim() === 'white') !== dark",
         arg=dark,
     )
-    # The old theme's stylesheet goes a moment after the new one is in: until one theme is left.
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('link[rel=stylesheet]')].filter(l => l.href.includes('/themes/')).length"
-        " === 1"
-    )
-    wait_for_layout(page)
+    wait_for_layout(page)  # the theme manager shows the page again a frame later, and the chart redraws
 
 
-# Two frames laid out (evaluate awaits the promise; wait_for_function would not).
+# Two frames laid out.
 FRAMES = "() => new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)))"
-# The chart, where one is drawn and shown, as wide as its box: plotly redraws a frame or more after a resize.
-PLOT_FOLLOWED = """() => { const gd = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
-  return !gd?._fullLayout || gd.offsetParent === null || gd._fullLayout.width === gd.parentNode.clientWidth; }"""
+# The chart, where it draws, as wide as its box (within a pixel: plotly takes the box's fractional width): plotly
+# redraws a frame or more after a resize. It does not draw where it is hidden (fewer than two samples) or out of
+# sight (scrolled away in the panel or the page: widgets/chart.ts draws nothing then).
+PLOT_FOLLOWED = """() => {
+  const gd = document.querySelector('#jupyter-gpumem-panel .jp-GpuMem-plot');
+  if (!gd?._fullLayout || gd.style.visibility === 'hidden') return true;
+  let { top, bottom, left, right } = gd.parentNode.getBoundingClientRect();
+  for (let box = gd.parentNode.parentElement; box; box = box.parentElement) {
+    if (getComputedStyle(box).overflow === 'visible') continue;
+    const r = box.getBoundingClientRect();
+    top = Math.max(top, r.top); bottom = Math.min(bottom, r.bottom);
+    left = Math.max(left, r.left); right = Math.min(right, r.right);
+  }
+  const seen = bottom > Math.max(top, 0) && right > Math.max(left, 0) && top < innerHeight && left < innerWidth;
+  return !seen || Math.abs(gd._fullLayout.width - gd.parentNode.clientWidth) <= 1;
+}"""
 
 
 def wait_for_layout(page: Page) -> None:

@@ -62,7 +62,11 @@ def test_an_hours_newest_part_is_drawn_where_plotlys_lines_end_and_moves_without
              { code: "from jupyter_gpumem.kernel.runtime import runtime; runtime().stream.sampler.stop()",
                silent: true }).done"""
     )
-    page.evaluate(f"() => window.clearInterval({PANEL}.kernels.current._watchdog)")
+    page.evaluate(
+        f"""() => {{ const watchdog = {PANEL}.kernels.current._watchdog;
+              if (typeof watchdog !== 'number') throw new Error('the channel has no _watchdog timer to stop');
+              window.clearInterval(watchdog); }}"""
+    )
     page.mouse.move(0, 0)  # the pointer away from the plot: the split, live figure
     # Ten seconds into a minute: the twenty samples below cross no settle step (a minute, whole buckets),
     # where the traces would take the new buckets in a replot.
