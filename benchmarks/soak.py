@@ -753,14 +753,20 @@ class Soak:
 
 
 def kernel_said(base: Path) -> list[str]:
-    """The lines jupyter-gpumem wrote to the logs of the servers and their kernels (a kernel's stderr goes to its
-    server's log): its warnings and errors, such as a sample the sampler took and could not send."""
-    return [
-        line.strip()
-        for log in sorted(base.glob("server-*.log"), key=lambda path: int(path.stem.split("-")[1]))
-        for line in log.read_text(errors="replace").splitlines()
-        if "jupyter-gpumem:" in line and not line.startswith("[I ")  # the server's own start, at INFO
-    ]
+    """What jupyter-gpumem wrote to the logs of the servers and their kernels (a kernel's stderr goes to its server's
+    log): its warnings and errors, such as a sample the sampler took and could not send, each with the traceback
+    under it (the lines up to the next log line), the servers' starts in order."""
+    entries: list[list[str]] = []
+    for log in sorted(base.glob("server-*.log"), key=lambda path: int(path.stem.split("-")[1])):
+        under = False  # the lines under one of ours, up to the next log line, are its traceback
+        for line in log.read_text(errors="replace").splitlines():
+            if under and line and not line.startswith("["):
+                entries[-1].append(line.strip())
+                continue
+            under = "jupyter-gpumem:" in line and not line.startswith("[I ")  # not the server's start, at INFO
+            if under:
+                entries.append([line.strip()])
+    return [" / ".join(entry) for entry in entries]
 
 
 def where(t: float, phases: list[Phase]) -> str:
