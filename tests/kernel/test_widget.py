@@ -381,11 +381,21 @@ def test_a_notebook_run_headless_keeps_the_views_still_picture(tmp_path, standin
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell("%load_ext jupyter_gpumem\n%gpumem fraction=0.5 framework=tensorflow"),
-        nbformat.v4.new_code_cell("import jupyter_gpumem\nview = jupyter_gpumem.show()\nview"),
+        nbformat.v4.new_code_cell(
+            "import jupyter_gpumem, time\nmade = time.time()\nview = jupyter_gpumem.show()\nview"
+        ),
         nbformat.v4.new_code_cell("%gpumem show"),
-        # Two new samples at least, with room: the reading a view is made with reaches the sampler too (the same
-        # moment, one point), and a loaded CI machine delays a tick.
-        nbformat.v4.new_code_cell("import time\ntime.sleep(3.5)\nview.close()"),
+        # Samples in two seconds at least after the view was made (two points of the chart's one-second buckets),
+        # however loaded the machine: a fixed 3.5 s once saw one.
+        nbformat.v4.new_code_cell(
+            "from jupyter_gpumem.kernel.runtime import runtime\n"
+            "def seconds():\n"
+            "    return {int(s['t']) for s in runtime().stream.sampler.history() if s['t'] >= made}\n"
+            "deadline = time.monotonic() + 60\n"
+            "while len(seconds()) < 2 and time.monotonic() < deadline:\n"
+            "    time.sleep(0.1)\n"
+            "view.close()"
+        ),
     ]
     base = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_GPUMEM_", "CUDA_", "TF_"))}
     base["XDG_CACHE_HOME"] = str(tmp_path / "cache")
