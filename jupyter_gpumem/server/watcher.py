@@ -237,20 +237,31 @@ def _kernels(manager: Any) -> Iterator[tuple[str, int | None, str | None, str | 
             kernel = manager.get_kernel(kernel_id)
         except KeyError:  # shut down meanwhile
             continue
-        provisioner = getattr(kernel, "provisioner", None)
-        pid = getattr(provisioner, "pid", None)  # LocalProvisioner
+        provisioner = _attribute(kernel, "provisioner")
+        pid = _attribute(provisioner, "pid")  # LocalProvisioner
         if not isinstance(pid, int):
-            pid = getattr(getattr(provisioner, "process", None), "pid", None)
-        connection = getattr(kernel, "connection_file", None)
-        state = getattr(kernel, "execution_state", None)
-        last = getattr(kernel, "last_activity", None)  # a datetime (MappingKernelManager sets it)
+            pid = _attribute(_attribute(provisioner, "process"), "pid")
+        connection = _attribute(kernel, "connection_file")
+        state = _attribute(kernel, "execution_state")
+        last = _attribute(kernel, "last_activity")  # a datetime (MappingKernelManager sets it)
         yield (
             kernel_id,
             pid if isinstance(pid, int) else None,
-            connection if isinstance(connection, str) else None,
+            connection if isinstance(connection, str) and connection else None,  # "" until it is written
             state if isinstance(state, str) else None,
             last.timestamp() if isinstance(last, datetime) else None,
         )
+
+
+def _attribute(owner: object, name: str) -> object:
+    """``owner.name``, or None where it has none yet. A kernel manager's traits are read while the server starts
+    and stops kernels: ServerKernelManager's ``last_activity`` has no value until MappingKernelManager sets it after
+    the start, and read in between it raises TraitError (its default None is not a datetime), not AttributeError.
+    That one kernel failed the whole reading, every kernel's figures with it."""
+    try:
+        return getattr(owner, name, None)
+    except Exception:
+        return None
 
 
 def _own_processes(kernels: Mapping[int, str], listed: Collection[int]) -> dict[str, frozenset[int]]:
