@@ -23,7 +23,9 @@ from jupyter_gpumem._version import __version__
 
 SERVERS = 150
 MIXED = {"older": 40, "first": 30, "newer": 40, "major2": 10}  # the rest run this release
-INTERVAL_S, DEADLINE_S = 2.0, 1.0
+# A server answers within the deadline even on a loaded 2-core machine (the 150 servers and the service share it,
+# as in test_fleet.py): with 1 s, 10 of 140 went unread in a poll beside two other suites.
+INTERVAL_S, DEADLINE_S = 2.0, 3.0
 KIND = dict(kinds(SERVERS, MIXED))
 READABLE = {user for user, kind in KIND.items() if kind != "major2"}
 # The release each readable kind's body names: "first" is 0.1.0 too, from early in its history.
