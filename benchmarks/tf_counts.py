@@ -1,6 +1,6 @@
 """How far does TensorFlow's count of one training step move, on the CPU build? (issue 45, Must 1.)
 
-    python benchmarks/tf_counts.py [--model MLP] [--processes 3]
+    python benchmarks/tf_counts.py [--model MLP] [--sequence mixed|repeated] [--executor default|single] [--processes 3]
 
 largest_batch counts a TensorFlow step by ``get_memory_info('CPU:0')['peak']`` with TF_CPU_ALLOCATOR_USE_BFC=true
 (frameworks/tensorflow.py ``step_peak``). This runs one sequence of steps (the same sizes, in the same order, one
@@ -23,10 +23,18 @@ from pathlib import Path
 from typing import Any
 
 MiB = 2**20
-SEQUENCE = {"MLP": (1, 1, 2, 4, 8, 2090, 2090, 1100, 2090, 2310, 2090, 1, 2090, 4000, 2090)}
+# Each sequence: the sizes of the MLP's steps, in order. "mixed": 2090 between other sizes; "repeated": 2090 ten
+# times in a row, so that what ran before is the same step every time.
+SEQUENCE = {
+    "mixed": (1, 1, 2, 4, 8, 2090, 2090, 1100, 2090, 2310, 2090, 1, 2090, 4000, 2090),
+    "repeated": (1, 1, 2, 4, 8, *(2090,) * 10),
+}
+# --executor: TensorFlow's own (an operation runs on the calling thread or on the inter-op pool's, whichever takes
+# it first) or the single-threaded one (every operation on the calling thread, in order).
+EXECUTORS = {"default": "", "single": "SINGLE_THREADED_EXECUTOR"}
 
 
-def counts(model: str) -> list[tuple[int, float]]:
+def counts(model: str, sequence: str, executor: str) -> list[tuple[int, float]]:
     """In this process: the sequence's counts, in MiB."""
     import tensorflow as tf
 
@@ -50,30 +58,35 @@ def counts(model: str) -> list[tuple[int, float]]:
 
     def counted(n: int) -> float:
         x, y = batch_of(n)
-        peak = adapter.step_peak(lambda: train(x, y).numpy())
+        with tf.experimental.function_executor_type(EXECUTORS[executor]):
+            peak = adapter.step_peak(lambda: train(x, y).numpy())
         if not peak.bytes:
             raise SystemExit(f"TensorFlow counted nothing at {n}: {peak.how}")
         return round(peak.bytes / MiB, 2)
 
-    return [(n, counted(n)) for n in SEQUENCE[model]]
+    return [(n, counted(n)) for n in SEQUENCE[sequence]]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=sorted(SEQUENCE), default="MLP")
+    parser.add_argument("--model", default="MLP", help="a TensorFlow model of benchmarks/largest_batch.py")
+    parser.add_argument("--sequence", choices=sorted(SEQUENCE), default="mixed")
+    parser.add_argument("--executor", choices=sorted(EXECUTORS), default="default")
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(counts(args.model)))
+        print(json.dumps(counts(args.model, args.sequence, args.executor)))
         return
     env = dict(os.environ, TF_CPU_ALLOCATOR_USE_BFC="true", TF_CPP_MIN_LOG_LEVEL="3")
-    command = [sys.executable, __file__, "--child", "--model", args.model]
-    repeated = max(set(SEQUENCE[args.model]), key=SEQUENCE[args.model].count)
+    command = [sys.executable, __file__, "--child", "--model", args.model, "--sequence", args.sequence]
+    command += ["--executor", args.executor]
+    sizes = SEQUENCE[args.sequence]
+    repeated = max(set(sizes), key=sizes.count)
     layouts: list[tuple[str, list[str]]] = [("randomised", [])] + (
         [("setarch -R", ["setarch", "-R"])] if shutil.which("setarch") else []
     )
-    print(f"{args.model}: the counts of a step at {repeated} (MiB), in the sequence's order: {SEQUENCE[args.model]}")
+    print(f"{args.model}: the counts of a step at {repeated} (MiB), in the sequence's order: {sizes}")
     for name, prefix in layouts:
         everything = []
         for process in range(args.processes):

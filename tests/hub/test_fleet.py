@@ -7,6 +7,7 @@ per-server deadline; each faulty one is its own row saying why. About 30 s."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,10 +56,14 @@ def rows_by_user(data: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def test_every_healthy_server_is_read_in_every_poll_within_the_period_and_deadline(fleet: Fleet) -> None:
-    for data in polls(fleet, 3):
+    for number, data in enumerate(polls(fleet, 3), 1):
         rows = rows_by_user(data)
         fresh = {u for u, found in rows.items() if all(r["kernel_id"] and not r["problem"] for r in found)}
-        assert fresh >= HEALTHY, f"{len(HEALTHY - fresh)} of {len(HEALTHY)} healthy users missing"
+        why = Counter(str(r["problem"]) for u in HEALTHY - fresh for r in rows.get(u, [{"problem": "no row"}]))
+        missing = len(HEALTHY - fresh)
+        assert fresh >= HEALTHY, (
+            f"poll {number}: {missing} of {len(HEALTHY)} healthy missing, {dict(why)}: {data['poll']}"
+        )
         assert set(rows) == set(KIND)  # no server hidden, whatever it did
         poll = data["poll"]
         assert poll["servers"] == SERVERS
