@@ -3,8 +3,9 @@
 No server hides another. Users control their servers' code, and a server may hang, crawl, answer 502 through
 the proxy or send anything at all, so: each request has a deadline (connect and response) that starts when the
 request does, never while it waits its turn; at most ``concurrency`` requests are in flight, and the servers
-that did not answer last time start only after every other one has started, so hung servers can hold a slot
-for one deadline at most and never ahead of a healthy one; an answer larger than ``max_body_bytes`` is refused
+that did not answer last time start only after every other one has started (the others longest unread first, so
+a server a poll did not reach in its period is asked first in the next), so hung servers can hold a slot for one
+deadline at most and never ahead of a healthy one; an answer larger than ``max_body_bytes`` is refused
 unread; a body is checked (rows.py) before any of it is shown. A server that does not answer keeps its last
 rows, marked stale with when it stopped. A poll starts no request after its period, so it ends within the
 period plus the deadline.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -61,6 +63,7 @@ class _Server:
     answered: bool  # in its last poll
     good: list[Row] | None = None  # the last valid reading's rows, shown stale while it does not answer
     failing_since: float | None = None
+    read_at: float = -math.inf  # when it last answered (-inf: never)
 
 
 class HubListError(Exception):
@@ -208,10 +211,11 @@ class Poller:
                 why = Said("not_answering", error=error.args[0])
                 shown = [replace(r, problem=why, stale_since=since) for r in good] if good else []
                 shown = shown or [replace(unreadable(*key, why), stale_since=since)]
-                self._servers[key] = _Server(shown, known.gpus if known else [], False, good, since)
+                read_at = known.read_at if known else -math.inf
+                self._servers[key] = _Server(shown, known.gpus if known else [], False, good, since, read_at)
                 return "not_answering"
             good = rows if valid(rows) else None  # no rows is valid: a server without kernels (rows[0] was a crash)
-            self._servers[key] = _Server(rows, gpus, True, good)
+            self._servers[key] = _Server(rows, gpus, True, good, read_at=now)
             return "answered"
 
     async def poll(self) -> None:
@@ -226,8 +230,14 @@ class Poller:
         keys = {(user, name): url for user, name, url in listed}
         for gone in set(self._servers) - set(keys):
             del self._servers[gone]  # stopped since the last poll
-        # The servers that answered last time first (see the module's docstring).
-        order = sorted(keys, key=lambda k: not (k in self._servers and self._servers[k].answered))
+
+        # The servers that did not answer last time after every other (see the module's docstring); the others
+        # longest unread first, so that one a poll did not reach is asked first in the next, never left behind.
+        def turn(key: tuple[str, str]) -> tuple[bool, float]:
+            known = self._servers.get(key)
+            return (known.failing_since is not None, known.read_at) if known else (False, -math.inf)
+
+        order = sorted(keys, key=turn)
         results = await asyncio.gather(*(self._one(k, keys[k], start + period, now) for k in order))
         for key in keys:
             self._servers.setdefault(key, _Server([unreadable(*key, "not read yet")], [], False))

@@ -1,8 +1,9 @@
 """The hub service, started as JupyterHub starts it, in front of 500 simulated single-user servers on 127.0.0.1
 (tests/hub/fleet.py: the hub's API with JupyterHub's pagination, every server behind one port as behind the
 proxy; real HTTP) of which some hang, crawl, answer 404 or 502, send a malformed, an oversized or an absurd
-body, or answer once and then hang. Every healthy server is read in every poll, within the period plus the
-per-server deadline; each faulty one is its own row saying why. About 30 s."""
+body, or answer once and then hang. Every healthy server is read in every poll after the first (which cannot know
+the hung ones yet), within the period plus the per-server deadline; each faulty one is its own row saying why.
+About 30 s."""
 
 from __future__ import annotations
 
@@ -56,7 +57,9 @@ def rows_by_user(data: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def test_every_healthy_server_is_read_in_every_poll_within_the_period_and_deadline(fleet: Fleet) -> None:
-    for number, data in enumerate(polls(fleet, 3), 1):
+    # Not the first poll seen: it may be the service's first, which knows no server yet, so the hung ones can hold
+    # the slots past its period ahead of healthy ones (hub/poll.py): on a loaded machine the last 36 of 449 went unread.
+    for number, data in enumerate(polls(fleet, 4)[1:], 2):
         rows = rows_by_user(data)
         fresh = {u for u, found in rows.items() if all(r["kernel_id"] and not r["problem"] for r in found)}
         why = Counter(str(r["problem"]) for u in HEALTHY - fresh for r in rows.get(u, [{"problem": "no row"}]))

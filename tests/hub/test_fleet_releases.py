@@ -59,7 +59,11 @@ def test_every_server_of_every_release_of_version_1_is_read_in_every_poll(fleet:
         for row in data["rows"]:
             rows.setdefault(row["user"], []).append(row)
         read = {u for u, found in rows.items() if all(r["kernel_id"] and not r["problem"] for r in found)}
-        assert read == READABLE, f"{len(READABLE - read)} of {len(READABLE)} servers of version 1 not read"
+        why = Counter(str(r["problem"]) for u in READABLE - read for r in rows.get(u, [{"problem": "no row"}]))
+        unread = len(READABLE - read)
+        assert read == READABLE, (
+            f"{unread} of {len(READABLE)} servers of version 1 not read, {dict(why)}: {data['poll']}"
+        )
         for user in READABLE:
             [row] = rows[user]
             assert row["server_version"] == RELEASE[KIND[user]], row

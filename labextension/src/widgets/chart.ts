@@ -363,6 +363,9 @@ export class Chart {
       displaylogo: false,
       displayModeBar: 'hover',
       doubleClick: false, // ours: back to live, not plotly's reset to the first range it was given
+      // Plotly's 300 ms between the first press and the second release is shorter than the desktops' own (400 to
+      // 500 ms), and a redraw of a live update between the two clicks on a busy machine made it two clicks.
+      doubleClickDelay: 500,
       showTips: false, // the paused note says how to get back
       modeBarButtons: [[camera, 'zoom2d', 'pan2d']]
     };
