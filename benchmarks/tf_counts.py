@@ -1,6 +1,6 @@
 """How far does TensorFlow's count of one training step move, on the CPU build? (issue 45, Must 1.)
 
-    python benchmarks/tf_counts.py [--model MLP] [--sequence mixed|repeated] [--executor default|single] [--processes 3]
+    python benchmarks/tf_counts.py [--sequence mixed|repeated|pairs] [--executor default|single] [--processes 3]
 
 largest_batch counts a TensorFlow step by ``get_memory_info('CPU:0')['peak']`` with TF_CPU_ALLOCATOR_USE_BFC=true
 (frameworks/tensorflow.py ``step_peak``). This runs one sequence of steps (the same sizes, in the same order, one
@@ -24,10 +24,12 @@ from typing import Any
 
 MiB = 2**20
 # Each sequence: the sizes of the MLP's steps, in order. "mixed": 2090 between other sizes; "repeated": 2090 ten
-# times in a row, so that what ran before is the same step every time.
+# times in a row, so that what ran before is the same step every time; "pairs": "X, 2090, 2090" for seven sizes X
+# (does a step at 2090 bring the allocator to one state, whatever ran before it?).
 SEQUENCE = {
     "mixed": (1, 1, 2, 4, 8, 2090, 2090, 1100, 2090, 2310, 2090, 1, 2090, 4000, 2090),
     "repeated": (1, 1, 2, 4, 8, *(2090,) * 10),
+    "pairs": (1, 1, 2, 4, *(n for x in (8, 1, 1100, 4000, 2310, 500, 3000) for n in (x, 2090, 2090))),
 }
 # --executor: TensorFlow's own (an operation runs on the calling thread or on the inter-op pool's, whichever takes
 # it first) or the single-threaded one (every operation on the calling thread, in order).
@@ -69,7 +71,7 @@ def counts(model: str, sequence: str, executor: str) -> list[tuple[int, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="MLP", help="a TensorFlow model of benchmarks/largest_batch.py")
+    parser.add_argument("--model", choices=["MLP"], default="MLP", help="the sequences' sizes are the MLP's")
     parser.add_argument("--sequence", choices=sorted(SEQUENCE), default="mixed")
     parser.add_argument("--executor", choices=sorted(EXECUTORS), default="default")
     parser.add_argument("--processes", type=int, default=3)

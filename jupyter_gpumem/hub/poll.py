@@ -3,12 +3,12 @@
 No server hides another. Users control their servers' code, and a server may hang, crawl, answer 502 through
 the proxy or send anything at all, so: each request has a deadline (connect and response) that starts when the
 request does, never while it waits its turn; at most ``concurrency`` requests are in flight, and the servers
-that did not answer last time start only after every other one has started (the others longest unread first, so
-a server a poll did not reach in its period is asked first in the next), so hung servers can hold a slot for one
-deadline at most and never ahead of a healthy one; an answer larger than ``max_body_bytes`` is refused
-unread; a body is checked (rows.py) before any of it is shown. A server that does not answer keeps its last
-rows, marked stale with when it stopped. A poll starts no request after its period, so it ends within the
-period plus the deadline.
+that did not answer last time start only after every other one has started, so a hung server holds a slot for one
+deadline at most and ahead of healthy ones only the first time it is asked; in each group the longest unasked start
+first, so a server a poll did not reach in its period is asked first in the next, and the servers that do not
+answer take turns; an answer larger than ``max_body_bytes`` is refused unread; a body is checked (rows.py) before
+any of it is shown. A server that does not answer keeps its last rows, marked stale with when it stopped. A poll
+starts no request after its period, so it ends within the period plus the deadline.
 
 The period is the interval, stretched so that the servers are asked at most ``max_requests_per_s`` times a
 second on average: the proxy also carries the users' own traffic (docs/hub.md: past that, Prometheus).
@@ -63,7 +63,7 @@ class _Server:
     answered: bool  # in its last poll
     good: list[Row] | None = None  # the last valid reading's rows, shown stale while it does not answer
     failing_since: float | None = None
-    read_at: float = -math.inf  # when it last answered (-inf: never)
+    asked_at: float = -math.inf  # when its last request started (time.monotonic; -inf: never asked)
 
 
 class HubListError(Exception):
@@ -200,7 +200,8 @@ class Poller:
 
     async def _one(self, key: tuple[str, str], url: str, stop_at: float, now: float) -> str:
         async with self._slots:
-            if time.monotonic() > stop_at:
+            asked_at = time.monotonic()
+            if asked_at > stop_at:
                 return "not_reached"
             known = self._servers.get(key)
             try:
@@ -211,11 +212,10 @@ class Poller:
                 why = Said("not_answering", error=error.args[0])
                 shown = [replace(r, problem=why, stale_since=since) for r in good] if good else []
                 shown = shown or [replace(unreadable(*key, why), stale_since=since)]
-                read_at = known.read_at if known else -math.inf
-                self._servers[key] = _Server(shown, known.gpus if known else [], False, good, since, read_at)
+                self._servers[key] = _Server(shown, known.gpus if known else [], False, good, since, asked_at)
                 return "not_answering"
             good = rows if valid(rows) else None  # no rows is valid: a server without kernels (rows[0] was a crash)
-            self._servers[key] = _Server(rows, gpus, True, good, read_at=now)
+            self._servers[key] = _Server(rows, gpus, True, good, asked_at=asked_at)
             return "answered"
 
     async def poll(self) -> None:
@@ -231,11 +231,12 @@ class Poller:
         for gone in set(self._servers) - set(keys):
             del self._servers[gone]  # stopped since the last poll
 
-        # The servers that did not answer last time after every other (see the module's docstring); the others
-        # longest unread first, so that one a poll did not reach is asked first in the next, never left behind.
+        # The servers that did not answer last time after every other (see the module's docstring); in each group
+        # the longest unasked first, so that one a poll did not reach is asked first in the next, and the servers
+        # that do not answer take turns: none is left behind for good.
         def turn(key: tuple[str, str]) -> tuple[bool, float]:
             known = self._servers.get(key)
-            return (known.failing_since is not None, known.read_at) if known else (False, -math.inf)
+            return (known.failing_since is not None, known.asked_at) if known else (False, -math.inf)
 
         order = sorted(keys, key=turn)
         results = await asyncio.gather(*(self._one(k, keys[k], start + period, now) for k in order))
