@@ -80,8 +80,8 @@ INTERVAL = """async () => {
 def kernel_samples_every(page: Page, interval_s: float) -> None:
     """The followed kernel's sampling interval becomes ``interval_s`` within 20 s: the setting reached the kernel.
 
-    Polled with evaluate, which awaits the kernel's answer: wait_for_function does not await a predicate's promise,
-    so an async predicate passes at once."""
+    Polled with evaluate, which awaits the kernel's answer, so that a failure says the interval the kernel last
+    answered."""
     deadline = time.monotonic() + 20
     while (seen := page.evaluate(INTERVAL)) != str(interval_s):
         assert time.monotonic() < deadline, f"the kernel samples every {seen} s, not {interval_s} s"
