@@ -334,6 +334,14 @@ def test_a_live_view_saved_with_its_widget_state_shows_its_last_picture_without_
     page.goto(lab.notebook_url("saved-live.ipynb"))
     # A whole JupyterLab loads again, and the widget manager restores the saved state once the notebook's new kernel
     # session settles: under CI's load that took longer than expect's 5 s (one failure in a clean-clone run).
+    # @jupyter-widgets/jupyterlab-manager races itself here: when the new kernel connects it marks the manager
+    # restored (from the kernel, which has no widgets) while the notebook's saved state may still be loading; a view
+    # that has waited its 2 s for the model by then says "model not found" for good (seen once, in a fresh clone's
+    # run under load). The user's way out, a reload, is the test's, once.
+    upstream = page.get_by_text("Error displaying widget: model not found")
+    expect(view.locator(".jp-GpuMem-headline").or_(upstream)).to_be_visible(timeout=30_000)
+    if upstream.is_visible():
+        page.reload()
     expect(view.locator(".jp-GpuMem-headline")).to_have_text(
         "3.1 of 20.0 GiB budget (15%, not in force)", timeout=30_000
     )
