@@ -524,16 +524,22 @@ def _wait_http(
 
 @contextmanager
 def running_fleet(
-    base: Path, servers: int, faults: str, service_env: dict[str, str] | None = None, slow_s: float = 12.0
+    base: Path,
+    servers: int,
+    faults: str,
+    service_env: dict[str, str] | None = None,
+    slow_s: float = 12.0,
+    list_delay_s: float = 0.0,
 ) -> Iterator[Fleet]:
-    """The fleet, then ``running_service`` in front of it; both stopped at the end."""
+    """The fleet (tests/hub/fleet.py, its arguments), then ``running_service`` in front of it; both stopped at the
+    end."""
     base.mkdir(parents=True, exist_ok=True)
     fleet_port = free_port()
     env = clean_environment()
     fleet_log = base / "fleet.log"
     fleet = _start(
         [sys.executable, str(FLEET), f"--port={fleet_port}", f"--servers={servers}", f"--faults={faults}",
-         f"--slow-s={slow_s}"],
+         f"--slow-s={slow_s}", f"--list-delay-s={list_delay_s}"],
         fleet_log,
         env,
     )  # fmt: skip

@@ -8,7 +8,8 @@ deadline at most and ahead of healthy ones only the first time it is asked; in e
 first, so a server a poll did not reach in its period is asked first in the next, and the servers that do not
 answer take turns; an answer larger than ``max_body_bytes`` is refused unread; a body is checked (rows.py) before
 any of it is shown. A server that does not answer keeps its last rows, marked stale with when it stopped. A poll
-starts no request after its period, so it ends within the period plus the deadline.
+starts no request after its period, counted from when the hub's list arrived (a slow list takes none of the servers'
+time), so it ends within the list's time plus the period plus the deadline.
 
 The period is the interval, stretched so that the servers are asked at most ``max_requests_per_s`` times a
 second on average: the proxy also carries the users' own traffic (docs/hub.md: past that, Prometheus).
@@ -226,7 +227,7 @@ class Poller:
             raise HubListError from error
         if self.file_sd is not None:
             write_targets(self.file_sd, self.proxy_url, listed)
-        period = self.period_s(len(listed))
+        period, asking = self.period_s(len(listed)), time.monotonic()
         keys = {(user, name): url for user, name, url in listed}
         for gone in set(self._servers) - set(keys):
             del self._servers[gone]  # stopped since the last poll
@@ -239,7 +240,7 @@ class Poller:
             return (known.failing_since is not None, known.asked_at) if known else (False, -math.inf)
 
         order = sorted(keys, key=turn)
-        results = await asyncio.gather(*(self._one(k, keys[k], start + period, now) for k in order))
+        results = await asyncio.gather(*(self._one(k, keys[k], asking + period, now) for k in order))
         for key in keys:
             self._servers.setdefault(key, _Server([unreadable(*key, "not read yet")], [], False))
         rows = [row for server in self._servers.values() for row in server.rows]

@@ -14,7 +14,8 @@ hangs); ``big_time``, ``nan`` and ``deep`` (a hostile user's: a last activity of
 one answer with the body their release sends (tests/fixtures/releases/): ``older`` (0.1.0 as it shipped), ``first``
 (the first body the API had), ``newer`` (an invented newer release of /api/gpumem/v1, with fields this one does not
 know), ``major2`` (an invented /api/gpumem/v2 body, which this hub cannot read). ``GET /fleet/stats``: requests
-served so far, by kind.
+served so far, by kind. ``--list-delay-s``: the hub's list answers each page that late (a hub whose database is
+slow).
 """
 
 from __future__ import annotations
@@ -151,8 +152,9 @@ def groups_of(index: int) -> list[str]:
 
 
 class Fleet:
-    def __init__(self, servers: list[tuple[str, str]], slow_s: float):
+    def __init__(self, servers: list[tuple[str, str]], slow_s: float, list_delay_s: float = 0.0):
         self.servers = servers
+        self.list_delay_s = list_delay_s
         self.kind = dict(servers)
         self.index = {name: i for i, (name, _) in enumerate(servers)}
         self.slow_s = slow_s
@@ -163,7 +165,7 @@ class Users(web.RequestHandler):
     def initialize(self, fleet: Fleet) -> None:
         self.fleet = fleet
 
-    def get(self) -> None:
+    async def get(self) -> None:
         """As JupyterHub 5/6: without the pagination media type, at most MAX_PAGE users and no word of the rest."""
         models = [
             {
@@ -175,6 +177,7 @@ class Users(web.RequestHandler):
             for i, (name, _) in enumerate(self.fleet.servers)
         ]
         offset = int(self.get_argument("offset", "0"))
+        await asyncio.sleep(self.fleet.list_delay_s)
         self.fleet.stats["hub_api" if offset == 0 else "hub_api_page"] += 1  # hub_api: one per poll
         limit = min(int(self.get_argument("limit", str(MAX_PAGE))), MAX_PAGE)
         page = models[offset : offset + limit]
@@ -250,8 +253,8 @@ class Stats(web.RequestHandler):
         self.finish(dict(self.fleet.stats))
 
 
-async def serve(port: int, servers: list[tuple[str, str]], slow_s: float) -> None:
-    fleet = Fleet(servers, slow_s)
+async def serve(port: int, servers: list[tuple[str, str]], slow_s: float, list_delay_s: float = 0.0) -> None:
+    fleet = Fleet(servers, slow_s, list_delay_s)
     app = web.Application(
         [
             (r"/hub/api/users", Users, {"fleet": fleet}),
@@ -272,8 +275,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--faults", default="")
     parser.add_argument("--slow-s", type=float, default=12.0)
     parser.add_argument("--seed", type=int, default=25)
+    parser.add_argument("--list-delay-s", type=float, default=0.0)
     args = parser.parse_args(argv)
-    asyncio.run(serve(args.port, kinds(args.servers, parse_faults(args.faults), args.seed), args.slow_s))
+    servers = kinds(args.servers, parse_faults(args.faults), args.seed)
+    asyncio.run(serve(args.port, servers, args.slow_s, args.list_delay_s))
 
 
 if __name__ == "__main__":
