@@ -178,6 +178,28 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     assert dialogs == []
 
 
+def test_a_restart_this_page_did_not_ask_for_is_said_as_a_restart_and_streams_from_the_new_kernel(
+    page: Page, lab: Lab
+) -> None:
+    # Another tab, the REST API or `jupyter` on the command line restarts the kernel: this page's kernel connection
+    # hears only the new process's status on iopub (a new session id). Before, the sidebar said nothing until its
+    # stall watchdog's 5 s ("no figures for …"), and only then asked the new kernel to stream.
+    open_notebook(page, lab, "elsewhere.ipynb", ["import os; os.getpid()"])
+    pid = run_cell(page, 0).strip()
+    open_sidebar(page)
+    panel = page.locator("#jupyter-gpumem-panel")
+    expect(panel.locator("tr.jp-GpuMem-self td").first).to_have_text(pid)
+    page.evaluate(WATCH_RESTART)
+    kernel_id = page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id")
+    request = urllib.request.Request(f"{lab.url}/api/kernels/{kernel_id}/restart?token={TOKEN}", b"{}", method="POST")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        assert response.status == 200
+    expect(panel.locator("tr.jp-GpuMem-self td").first).not_to_have_text(pid, timeout=30_000)
+    expect(panel.locator(".jp-GpuMem-body")).not_to_have_class(re.compile("jp-mod-stale"))
+    seen = page.evaluate("() => window.gpumemRestart")
+    assert "Kernel restarted — reconnecting…" in seen["statuses"], seen["statuses"]
+
+
 def test_the_palette_opens_the_sidebar_and_a_reload_restores_it_streaming(page: Page, lab: Lab) -> None:
     open_notebook(page, lab, "reload.ipynb", ["1 + 1"])
     page.evaluate("() => window.jupyterapp.commands.execute('apputils:activate-command-palette')")

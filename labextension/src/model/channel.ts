@@ -50,6 +50,10 @@ export class Channel implements IDisposable {
   gpu: string | null = null;
   private _comm: Kernel.IComm | null = null;
   private _pending = false;
+  /** Bumped at each restart: a request to start the stream sent to the kernel before it is forgotten. */
+  private _generation = 0;
+  /** The session id of the kernel process that opened the stream: every message it sends carries it. */
+  private _kernelSession: string | null = null;
   private _lastSampleAt = 0;
   private _watchdog: number;
   private _changed = new Signal<this, void>(this);
@@ -71,6 +75,7 @@ export class Channel implements IDisposable {
     // by the frontend that receives it, which would cut the stream for the other open tabs.
     kernel.registerCommTarget(TARGET, this._attach);
     kernel.statusChanged.connect(this._onStatus, this);
+    kernel.iopubMessage.connect(this._onIopub, this);
     this._watchdog = window.setInterval(() => this._checkStall(), 1000);
   }
 
@@ -93,6 +98,7 @@ export class Channel implements IDisposable {
       return;
     }
     this._pending = true;
+    const generation = this._generation;
     if (this.state !== 'restarting' && this.state !== 'stalled') {
       this._set('connecting');
     }
@@ -113,13 +119,21 @@ export class Channel implements IDisposable {
         true
       );
       const reply = await future.done;
-      this._replied(reply.content);
+      if (generation === this._generation) {
+        this._replied(reply.content);
+      }
     } catch (error) {
-      if (!this._disposed && this.state !== 'restarting') {
+      if (
+        !this._disposed &&
+        this.state !== 'restarting' &&
+        generation === this._generation
+      ) {
         this._set('unreachable', String(error));
       }
     } finally {
-      this._pending = false;
+      if (generation === this._generation) {
+        this._pending = false;
+      }
     }
   }
 
@@ -180,6 +194,7 @@ export class Channel implements IDisposable {
     this._disposed = true;
     window.clearInterval(this._watchdog);
     this.kernel.statusChanged.disconnect(this._onStatus, this);
+    this.kernel.iopubMessage.disconnect(this._onIopub, this);
     if (!this.kernel.isDisposed) {
       this.kernel.removeCommTarget(TARGET, this._attach);
     }
@@ -195,6 +210,7 @@ export class Channel implements IDisposable {
     msg: KernelMessage.ICommOpenMsg
   ): void => {
     this._comm = comm;
+    this._kernelSession = msg.header.session;
     comm.onMsg = m => this.receive(m.content.data);
     comm.onClose = () => {
       if (this._comm === comm) {
@@ -236,13 +252,43 @@ export class Channel implements IDisposable {
 
   private _onStatus(kernel: Kernel.IKernelConnection, status: string): void {
     if (status === 'restarting' || status === 'autorestarting') {
-      this._comm = null;
-      this._set('restarting');
+      this._restarted();
     } else if (status === 'idle' && this.state === 'restarting') {
       void this.start();
     } else if (status === 'dead') {
       this._set('dead');
     }
+  }
+
+  /** A status from another kernel process than the stream's: the kernel restarted where this page did not
+   * restart it (another tab, the REST API, `jupyter` on the command line). The new process is up, since it
+   * speaks: the stream starts again now, not after the stall watchdog's seconds. */
+  private _onIopub(
+    kernel: Kernel.IKernelConnection,
+    msg: KernelMessage.IIOPubMessage
+  ): void {
+    if (
+      msg.header.msg_type !== 'status' ||
+      this._kernelSession === null ||
+      msg.header.session === this._kernelSession ||
+      this.state === 'restarting'
+    ) {
+      return;
+    }
+    const state = (msg as KernelMessage.IStatusMsg).content.execution_state;
+    if (state === 'starting' || state === 'busy' || state === 'idle') {
+      this._restarted();
+      void this.start();
+    }
+  }
+
+  /** The kernel is restarting or restarted: its stream and any request to start one are the old process's. */
+  private _restarted(): void {
+    this._comm = null;
+    this._kernelSession = null;
+    this._generation++;
+    this._pending = false;
+    this._set('restarting');
   }
 
   private _checkStall(): void {
