@@ -9,7 +9,8 @@ first, so a server a poll did not reach in its period is asked first in the next
 answer take turns; an answer larger than ``max_body_bytes`` is refused unread; a body is checked (rows.py) before
 any of it is shown. A server that does not answer keeps its last rows, marked stale with when it stopped. A poll
 starts no request after its period, counted from when the hub's list arrived (a slow list takes none of the servers'
-time), so it ends within the list's time plus the period plus the deadline.
+time), so it ends within the list's time plus the period plus the deadline; the next poll starts a period after that
+one's requests began, so a slow hub's list is asked for at most once per its time plus the period.
 
 The period is the interval, stretched so that the servers are asked at most ``max_requests_per_s`` times a
 second on average: the proxy also carries the users' own traffic (docs/hub.md: past that, Prometheus).
@@ -117,6 +118,7 @@ class Poller:
         self.max_body_bytes = max_body_bytes
         self.file_sd = file_sd
         self.groups: dict[str, tuple[str, ...]] = {}  # user -> their groups, from the last full list of the hub
+        self._asking = -math.inf  # when the last poll's period began: the hub's list had arrived (time.monotonic)
 
     def period_s(self, servers: int) -> float:
         return max(self.interval_s, servers / self.max_requests_per_s if self.max_requests_per_s > 0 else 0.0)
@@ -228,6 +230,7 @@ class Poller:
         if self.file_sd is not None:
             write_targets(self.file_sd, self.proxy_url, listed)
         period, asking = self.period_s(len(listed)), time.monotonic()
+        self._asking = asking
         keys = {(user, name): url for user, name, url in listed}
         for gone in set(self._servers) - set(keys):
             del self._servers[gone]  # stopped since the last poll
@@ -271,7 +274,7 @@ class Poller:
             except Exception:  # a bug of ours: named as such, never blamed on the hub's list
                 log.exception("jupyter-gpumem: a poll of the servers failed; trying again in %g s", self.interval_s)
             period = self.stats.period_s if self.stats else self.interval_s
-            await asyncio.sleep(max(0.0, start + period - time.monotonic()))
+            await asyncio.sleep(max(0.0, max(start, self._asking) + period - time.monotonic()))
 
 
 def _why(error: HTTPClientError, deadline_s: float) -> Said | str:

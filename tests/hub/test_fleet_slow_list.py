@@ -1,10 +1,12 @@
 """A hub whose list of users is slow (a busy database, thousands of users in pages) takes none of the servers' time:
 a poll's period, in which it starts its requests, counts from when the list arrived. The hub service in front of
 the simulated fleet (tests/hub/fleet.py), whose list answers 1.5 s late, with a period of 1 s. Before the fix the
-period counted from the poll's start, so the list used it all and no server was ever read. About 10 s."""
+period counted from the poll's start, so the list used it all and no server was ever read, and the next poll asked
+the hub for its list again at once. About 12 s."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -36,6 +38,10 @@ def test_a_slow_list_of_users_leaves_the_servers_their_period(fleet: Fleet) -> N
             polls.setdefault(data["t"], data)
         time.sleep(0.2)
     assert len(polls) == 3, f"{len(polls)} polls in 30 s"
+    starts = sorted(polls)
+    # And the hub gets its rest: the next poll starts a period after this one's requests began, not at once.
+    gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
+    assert min(gaps) >= LIST_DELAY_S + 1 - 0.05, gaps
     for data in polls.values():
         stats = data["poll"]
         assert stats["duration_s"] >= LIST_DELAY_S, f"the list was not slow: nothing tested: {stats}"

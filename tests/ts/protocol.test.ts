@@ -15,8 +15,9 @@ import {
   receive
 } from '../../labextension/src/wire/protocol';
 import type { Hello, SampleMessage } from '../../labextension/src/wire/types';
-import { Channel } from '../../labextension/src/model/channel';
+
 import { fixture, malformed } from './fixtures';
+import { FakeKernel, channelOn } from './kernel-fixture';
 
 const MiB = 1024 ** 2;
 
@@ -338,33 +339,17 @@ test('the interface’s language rides on configure, and a configure without one
 });
 
 test('the sidebar tells a kernel the interface’s language after its hello and with every configure', () => {
-  const globals = globalThis as unknown as { window?: unknown };
-  const hadWindow = 'window' in globals;
-  globals.window ??= globalThis;
-  let attach: ((comm: unknown, msg: unknown) => void) | null = null;
-  const noop = () => undefined;
-  const kernel = {
-    registerCommTarget: (_: string, callback: typeof attach) => {
-      attach = callback;
-    },
-    removeCommTarget: noop,
-    statusChanged: { connect: noop, disconnect: noop },
-    isDisposed: false
-  };
+  const kernel = new FakeKernel();
   const sent: unknown[] = [];
   const comm = { isDisposed: false, send: (data: unknown) => sent.push(data) };
-  const channel = new Channel(
-    kernel as unknown as ConstructorParameters<typeof Channel>[0],
-    { intervalS: 1, historyS: 900 },
-    'ja-JP'
-  );
+  const { channel, done } = channelOn(kernel, 'ja-JP');
   try {
     // As the kernel sends it: the wire's own names.
     const hello = fixture('hello.json') as {
       interval_s: number;
       history_s: number;
     };
-    attach!(comm, { content: { data: hello } });
+    kernel.open(comm, hello);
     assert.equal(channel.state, 'streaming');
     channel.configure({ intervalS: 5, historyS: 600 });
     assert.deepEqual(sent, [
@@ -384,9 +369,6 @@ test('the sidebar tells a kernel the interface’s language after its hello and 
       }
     ]);
   } finally {
-    channel.dispose();
-    if (!hadWindow) {
-      delete globals.window;
-    }
+    done();
   }
 });

@@ -9,7 +9,6 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { Channel } from '../../labextension/src/model/channel';
 import {
   channelLine,
   incompatibleLine
@@ -34,6 +33,7 @@ import { viewLines } from '../../labextension/src/format/panel';
 import { frameworkName } from '../../labextension/src/format/words';
 import { problem } from '../../labextension/src/wire/validate';
 import { bundle, trans } from './fixtures';
+import { FakeKernel, channelOn } from './kernel-fixture';
 
 type Json = Record<string, unknown>;
 
@@ -263,27 +263,10 @@ test('a kernel of protocol 2 is refused with one sentence naming both releases a
   assert.equal(warnings.length, 2);
 });
 
-/** A kernel connection as far as the Channel uses it before it asks the kernel anything. */
-function fakeKernel() {
-  const noop = () => undefined;
-  return {
-    registerCommTarget: noop,
-    removeCommTarget: noop,
-    statusChanged: { connect: noop, disconnect: noop },
-    isDisposed: false
-  };
-}
-
 test('the sidebar says what to upgrade for a kernel of protocol 2, and streams again from one of protocol 1', () => {
-  const globals = globalThis as unknown as { window?: unknown };
-  const hadWindow = 'window' in globals;
-  globals.window ??= globalThis;
   const original = console.warn;
   console.warn = () => undefined;
-  const channel = new Channel(
-    fakeKernel() as unknown as ConstructorParameters<typeof Channel>[0],
-    { intervalS: 1, historyS: 900 }
-  );
+  const { channel, done } = channelOn(new FakeKernel());
   try {
     const [[, hello], [, sample]] = messages(NEWER_MAJOR).sort((a, b) =>
       a[0].localeCompare(b[0])
@@ -306,11 +289,8 @@ test('the sidebar says what to upgrade for a kernel of protocol 2, and streams a
     assert.deepEqual([channel.state, channel.detail], ['streaming', '']);
     assert.equal(latest()?.t, 1763740799);
   } finally {
-    channel.dispose();
+    done();
     console.warn = original;
-    if (!hadWindow) {
-      delete globals.window;
-    }
   }
 });
 

@@ -54,6 +54,10 @@ export class Channel implements IDisposable {
   private _generation = 0;
   /** The session id of the kernel process that opened the stream: every message it sends carries it. */
   private _kernelSession: string | null = null;
+  /** The session whose status was taken for a restart: a stream then opened under another one means this kernel's
+   * messages do not share one session id, and restarts are no longer told from it (never a reconnecting loop). */
+  private _restartedBy: string | null = null;
+  private _sessionsTold = true;
   private _lastSampleAt = 0;
   private _watchdog: number;
   private _changed = new Signal<this, void>(this);
@@ -104,6 +108,9 @@ export class Channel implements IDisposable {
     }
     try {
       const info = await this.kernel.info;
+      if (generation !== this._generation) {
+        return; // the kernel restarted meanwhile: the start after the restart asks the new process
+      }
       if (info.language_info.name !== 'python') {
         this._set('unsupported', info.language_info.name);
         return;
@@ -210,7 +217,12 @@ export class Channel implements IDisposable {
     msg: KernelMessage.ICommOpenMsg
   ): void => {
     this._comm = comm;
-    this._kernelSession = msg.header.session;
+    const session = msg.header.session;
+    if (this._restartedBy !== null && session !== this._restartedBy) {
+      this._sessionsTold = false;
+    }
+    this._restartedBy = null;
+    this._kernelSession = session;
     comm.onMsg = m => this.receive(m.content.data);
     comm.onClose = () => {
       if (this._comm === comm) {
@@ -269,6 +281,7 @@ export class Channel implements IDisposable {
   ): void {
     if (
       msg.header.msg_type !== 'status' ||
+      !this._sessionsTold ||
       this._kernelSession === null ||
       msg.header.session === this._kernelSession ||
       this.state === 'restarting'
@@ -278,6 +291,7 @@ export class Channel implements IDisposable {
     const state = (msg as KernelMessage.IStatusMsg).content.execution_state;
     if (state === 'starting' || state === 'busy' || state === 'idle') {
       this._restarted();
+      this._restartedBy = msg.header.session;
       void this.start();
     }
   }
@@ -286,6 +300,7 @@ export class Channel implements IDisposable {
   private _restarted(): void {
     this._comm = null;
     this._kernelSession = null;
+    this._restartedBy = null;
     this._generation++;
     this._pending = false;
     this._set('restarting');
