@@ -88,7 +88,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "ui"))
 
 import _standin
-from labserver import KERNEL_IDLE, TOKEN, free_port, launch_chromium, write_notebook
+from labserver import KERNEL_IDLE, TOKEN, free_port, launch_chromium, write_notebook  # type: ignore[import-not-found]
 from playwright.sync_api import Page, sync_playwright
 
 from jupyter_gpumem import standin
@@ -139,7 +139,7 @@ def schedule(cycles: int, kernel_every: int, server_every: int) -> list[tuple[in
 
 def cycles_for(minutes: float, interval_s: float, scale: float, kernel_every: int, server_every: int) -> int:
     """The cycles whose phases hold ``minutes`` worth of samples at ``interval_s`` (3,600 for 12 minutes at 0.2 s)."""
-    per_cycle = sum(s.intervals for s in CYCLE)
+    per_cycle: float = sum(s.intervals for s in CYCLE)
     per_cycle += KERNEL_RESTART.intervals / kernel_every if kernel_every else 0
     per_cycle += SERVER_RESTART.intervals / server_every if server_every else 0
     return max(1, math.ceil(minutes * 60 / interval_s / (per_cycle * scale)))
@@ -383,6 +383,7 @@ class Cells:
     def _drain(self) -> None:
         """The samples and everything else that came since the last cell: read now, so a round trip is only its own."""
         self.ws.settimeout(10)
+        assert self.ws.sock is not None, "the kernel's websocket is closed"
         while select.select([self.ws.sock], [], [], 0)[0]:
             self.ws.recv()
 
@@ -923,7 +924,10 @@ def judge(result: Result, settings: Settings) -> dict[str, tuple[bool, str]]:
     )
     given = sum(p.given or 0 for p in phases)
     delivered = sum(p.delivered or 0 for p in phases)
-    lost = [f"cycle {p.cycle} {p.name}: {p.given - p.delivered}" for p in phases if p.given != p.delivered]
+    # A phase whose counts could not be read (None) is short by all it gave, not a crash of the report.
+    lost = [
+        f"cycle {p.cycle} {p.name}: {(p.given or 0) - (p.delivered or 0)}" for p in phases if p.given != p.delivered
+    ]
     criteria["no reading lost"] = (
         given > 0 and given == delivered and not result.gaps,
         f"the driver completed {given} readings, the sampler delivered {delivered}"
