@@ -104,8 +104,9 @@ def check_inline_view(page: Page, lab: Lab, name: str, screenshot: str) -> None:
     )
     view.get_by_role("button", name="Stop").click()
     # Stopped, it leaves the recorded history as a plotly figure (plotly's own renderer), the headline above it.
-    # Waited for longer than an expect's 5 s: the kernel imports plotly and builds the figure and its SVG, then the
-    # page loads plotly's renderer and draws it, which took more than 5 s in a fresh clone's run beside another.
+    # Waited for longer than an expect's 5 s: the kernel builds the figure and its SVG, then the page loads plotly's
+    # renderer (plotly.js, megabytes, not loaded before on this page) and draws it: more than 5 s in a fresh clone's
+    # run beside another.
     still = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).locator(".jp-RenderedPlotly")
     expect(still.locator(".gtitle")).to_contain_text(
         "5.9 of 20.0 GiB budget (29%, not in force) · stopped at", timeout=30_000
