@@ -7,13 +7,20 @@ import pytest
 pytestmark = pytest.mark.kernel
 
 
+def by_the_magic(stderr: str) -> str:
+    """A cell's stderr less the budget warnings (kernel/alerts.py): the sampler's thread prints them, into whichever
+    cell runs when its reading comes (in a fresh clone's run under load, into the policy's cell: this kernel is over
+    its budget once the policy is set)."""
+    return "".join(line for line in stderr.splitlines(True) if not line.startswith("jupyter-gpumem: this kernel uses"))
+
+
 def explain_after(kernel_with, *settings):
     kernel = kernel_with("s1_this_kernel")
     kernel.run("%load_ext jupyter_gpumem")
     for line in settings:
-        assert kernel.run(line).stderr == ""
+        assert by_the_magic(kernel.run(line).stderr) == ""
     reply = kernel.run("%gpumem explain")
-    assert reply.status == "ok" and reply.stderr == ""
+    assert reply.status == "ok" and by_the_magic(reply.stderr) == ""
     return reply.stdout
 
 

@@ -43,10 +43,11 @@ const contrast = node => {
 const sameColour = (a, b) => rgba(a).every((v, i) => Math.abs(v - rgba(b)[i]) < 2);
 """
 
-# plotly's drawing of one line of the chart (`gd`: the plot), found by its trace's uid.
+# plotly's drawing of one line of the chart (`gd`: the plot), found by its trace's uid; null before plotly has
+# drawn the plot at all (no `_fullData`: its chunk still loading, which took seconds in a fresh clone's run under load).
 _TRACE = """
 const traceOf = (gd, uid) => {
-  const i = gd._fullData.findIndex(t => t.uid === uid);
+  const i = (gd?._fullData ?? []).findIndex(t => t.uid === uid);
   return i < 0 ? null : gd.querySelectorAll('.scatterlayer .trace')[i];
 };
 const ownLine = gd => traceOf(gd, 'own')?.querySelector('.js-line') ?? null;
