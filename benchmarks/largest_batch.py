@@ -24,20 +24,21 @@ normalisation) and one attention layer over a sequence of 512.
   an earlier model's variables after the model is gone). Both counted by the adapter's own ``step_peak``, exactly
   as largest_batch counts, with the same objects (the step and its arguments).
 
-"True largest": with an explicit limit L, largest_batch answers a size whose peak it counted (or, for JAX,
-compiled) at most L - margin (margin: 5% of L, budget/batchfit.py ``default_margin``, widened where its counts
-jitter; no limit is taken off for what is held, since ``limit=`` is used as given). The truth is the largest n
-whose *counted* peak, by the same counter, is at most the same L - 5% of it, found by galloping from the answer
-(up by 1, 2, 4, ... while sizes fit, down as far while they do not) and bisecting, one compile (JAX) or one step
-(PyTorch) per candidate size, counted here again (not reusing largest_batch's counts); it assumes the counted peak
-does not fall as n grows. TensorFlow's count of one size moves with what ran before it (its BFC allocator hands a
-tensor a free chunk up to twice its size without splitting it: the MLP near 2200 counted 60 to 69 MiB), so its
-truth counts each size three times, after a step at 1 and one at half the size, as largest_batch counts its
-TensorFlow answer, and a size fits where every count does. Per case: PASS when the answer is at most the truth
+"True largest": with an explicit limit L, largest_batch answers a size whose peak it counted (or, for JAX, compiled)
+at most L - margin (margin: 5% of L, budget/batchfit.py ``default_margin``, widened where its counts jitter; no
+limit is taken off for what is held, since ``limit=`` is used as given). The truth is the largest n whose *counted*
+peak, by the same counter, is at most the same L - 5% of it, found by galloping from the answer (up by 1, 2, 4, ...
+while sizes fit, down as far while they do not) and bisecting, one compile (JAX) or one step (PyTorch) per candidate
+size, counted here again (not reusing largest_batch's counts); it assumes the counted peak does not fall as n grows.
+TensorFlow's count of one size moves with what ran before it (its BFC allocator hands a tensor a free chunk up to
+twice its size without splitting it: the MLP near 2200 counted 60 to 69 MiB), so its truth counts each size three
+times, after a step at 1 and one at half the size, as largest_batch counts its TensorFlow answer, and a size fits
+where every count does. That truth moves too: searched again, the MLP's at 40 MiB was anywhere from 522 to 1239
+(``python benchmarks/tf_counts.py --truth``, docs/advisor.md). Per case: PASS when the answer is at most the truth
 and at least 90% of it. Beside it the number of steps (compiles for JAX) the call made, the warm-up included, its
 wall time, and a naive baseline: Ultralytics AutoBatch's method without its 60% safety fraction, a least-squares
-line through the peaks at 1, 2, 4, 8 and 16 and the largest n under L with no margin (counted by the same
-counter); "flat" where that line has no slope (Ultralytics then falls back to batch 16).
+line through the peaks at 1, 2, 4, 8 and 16 and the largest n under L with no margin (counted by the same counter);
+"flat" where that line has no slope (Ultralytics then falls back to batch 16).
 
 Then per framework: the cases, the answers above the truth (target 0), those below 90% of it (target at most
 10% of the cases), the worst case and the calls' cost. The full run took 898 to 1162 s on a shared 2-core machine (the
@@ -658,45 +659,50 @@ def tensorflow_models() -> dict[str, Callable[[], tuple[Any, Any, Callable[[int]
     }
 
 
-def tensorflow_cases(quick: bool, only: str | None = None) -> None:
+def made_tensorflow(model: str) -> Callable[[], tuple[Any, ...]]:
+    """A function that makes the model's (step, batch_of, peak counter, the sizes its step ran at), the model made
+    when it is called (after the last one's session is cleared)."""
     import tensorflow as tf
 
+    build = tensorflow_models()[model]
+
+    def make() -> tuple[Any, ...]:
+        tf.keras.backend.clear_session()  # the last model's weights and optimiser state go
+        keras_model, optimiser, batch_of = build()
+        x_spec = tf.TensorSpec((None, *keras_model.input_shape[1:]), keras_model.inputs[0].dtype)
+        y_spec = tf.TensorSpec((None, *keras_model.output_shape[1:]), tf.float32)
+
+        @tf.function(input_signature=[x_spec, y_spec], reduce_retracing=True)  # type: ignore[untyped-decorator]
+        def train(x: Any, y: Any) -> Any:
+            with tf.GradientTape() as tape:
+                value = tf.reduce_mean(tf.square(tf.cast(keras_model(x, training=True), tf.float32) - y))
+            grads = tape.gradient(value, keras_model.trainable_variables)
+            optimiser.apply_gradients(zip(grads, keras_model.trainable_variables, strict=True))
+            return value
+
+        runs: list[int] = []
+
+        def step(x: Any, y: Any) -> None:
+            runs.append(int(x.shape[0]))
+            train(x, y).numpy()
+
+        return step, batch_of, Counted(lambda n: tensorflow_peak(step, batch_of, n), histories=3), runs
+
+    return make
+
+
+def tensorflow_peak(step: Callable[..., Any], batch_of: Callable[[int], tuple[Any, ...]], n: int) -> int:
+    """One step at n counted as largest_batch counts it (the adapter's step_peak, the arguments made before)."""
     from jupyter_gpumem.kernel.runtime import runtime
 
+    args = batch_of(n)
     adapter = runtime().control.adapters["tensorflow"]
+    return int(adapter.step_peak(lambda: step(*args), (step, *args)).bytes or 0)
 
-    def made(build: Callable[[], tuple[Any, Any, Callable[[int], tuple[Any, Any]]]]) -> Callable[[], Any]:
-        def make() -> tuple[Any, ...]:
-            tf.keras.backend.clear_session()  # the last model's weights and optimiser state go
-            keras_model, optimiser, batch_of = build()
-            x_spec = tf.TensorSpec((None, *keras_model.input_shape[1:]), keras_model.inputs[0].dtype)
-            y_spec = tf.TensorSpec((None, *keras_model.output_shape[1:]), tf.float32)
 
-            @tf.function(input_signature=[x_spec, y_spec], reduce_retracing=True)  # type: ignore[untyped-decorator]
-            def train(x: Any, y: Any) -> Any:
-                with tf.GradientTape() as tape:
-                    value = tf.reduce_mean(tf.square(tf.cast(keras_model(x, training=True), tf.float32) - y))
-                grads = tape.gradient(value, keras_model.trainable_variables)
-                optimiser.apply_gradients(zip(grads, keras_model.trainable_variables, strict=True))
-                return value
-
-            runs: list[int] = []
-
-            def step(x: Any, y: Any) -> None:
-                runs.append(int(x.shape[0]))
-                train(x, y).numpy()
-
-            def measured(n: int) -> int:
-                args = batch_of(n)
-                return int(adapter.step_peak(lambda: step(*args), (step, *args)).bytes or 0)
-
-            return step, batch_of, Counted(measured, histories=3), runs
-
-        return make
-
-    run_cases(
-        "TensorFlow", "tensorflow", {name: made(build) for name, build in tensorflow_models().items()}, quick, only
-    )
+def tensorflow_cases(quick: bool, only: str | None = None) -> None:
+    models = {name: made_tensorflow(name) for name in tensorflow_models()}
+    run_cases("TensorFlow", "tensorflow", models, quick, only)
 
 
 # ---------------------------------------------------------------------- the tables

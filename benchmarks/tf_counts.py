@@ -1,6 +1,7 @@
 """How far does TensorFlow's count of one training step move, on the CPU build? (issue 45, Must 1.)
 
     python benchmarks/tf_counts.py [--sequence mixed|repeated|pairs] [--executor default|single] [--processes 3]
+    python benchmarks/tf_counts.py --truth [--processes 3]
 
 largest_batch counts a TensorFlow step by ``get_memory_info('CPU:0')['peak']`` with TF_CPU_ALLOCATOR_USE_BFC=true
 (frameworks/tensorflow.py ``step_peak``). This runs one sequence of steps (the same sizes, in the same order, one
@@ -9,6 +10,12 @@ inter-op thread) in several fresh processes, first as a kernel runs (address spa
 one process (what ran before) and between processes (where the allocator's regions landed). The BFC allocator
 orders free chunks of one size by address and hands a tensor a free chunk up to twice its size without splitting
 it, so where the regions lie decides which chunk a tensor gets and how much of it is counted.
+
+``--truth``: does the benchmark's truth move too? For a few of benchmarks/largest_batch.py's TensorFlow cases, the
+truth (``true_largest``, each size counted three times, from a given start) in several fresh processes, each search
+started from each of three sizes (10% below, at and 10% above the truth of the first process), since where the
+search starts decides which sizes ran before which. If the truth of one case moves by more than 10% between runs,
+no answer can be both at most the truth and at least 90% of it in every run.
 """
 
 from __future__ import annotations
@@ -69,18 +76,61 @@ def counts(model: str, sequence: str, executor: str) -> list[tuple[int, float]]:
     return [(n, counted(n)) for n in SEQUENCE[sequence]]
 
 
+# --truth: (model, limit in MiB) of benchmarks/largest_batch.py's TensorFlow cases.
+TRUTH_CASES = (("MLP", 40), ("MLP", 96), ("CNN", 96), ("mixed bf16", 24), ("ResNet", 128), ("Adam wide", 128))
+
+
+def truths(model: str, limit_mib: int, starts: list[int]) -> list[int]:
+    """In this process: the truth of one case, searched from each start in turn (one model, as the benchmark)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import largest_batch
+
+    from jupyter_gpumem.budget.batchfit import default_margin
+
+    step, batch_of, _, _ = largest_batch.made_tensorflow(model)()
+    room = limit_mib * MiB - default_margin(limit_mib * MiB)
+    step(*batch_of(1))  # the warm-up largest_batch runs
+    found = []
+    for start in starts:
+        peak = largest_batch.Counted(lambda n: largest_batch.tensorflow_peak(step, batch_of, n), histories=3)
+        found.append(largest_batch.true_largest(peak, room, start))
+    return found
+
+
+def truth_spread(processes: int, env: dict[str, str]) -> None:
+    print("The truth of one case in fresh processes, searched from three starts each (10% below, at, 10% above):")
+    for model, limit_mib in TRUTH_CASES:
+        found: list[int] = []
+        for _ in range(processes):
+            starts = [round(found[0] * f) for f in (0.9, 1.0, 1.1)] if found else [16]
+            command = [sys.executable, __file__, "--child-truth", model, str(limit_mib), *map(str, starts)]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+            found += json.loads(done.stdout.splitlines()[-1])
+        low, high = min(found), max(found)
+        print(f"  {model} at {limit_mib} MiB: {found}  lowest {low / high:.0%} of the highest")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=["MLP"], default="MLP", help="the sequences' sizes are the MLP's")
     parser.add_argument("--sequence", choices=sorted(SEQUENCE), default="mixed")
     parser.add_argument("--executor", choices=sorted(EXECUTORS), default="default")
     parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--truth", action="store_true", help="the truth's own spread (module docstring)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-truth", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_truth:
+        model, limit_mib, *starts = args.child_truth
+        print(json.dumps(truths(model, int(limit_mib), [int(n) for n in starts])))
+        return
     if args.child:
         print(json.dumps(counts(args.model, args.sequence, args.executor)))
         return
     env = dict(os.environ, TF_CPU_ALLOCATOR_USE_BFC="true", TF_CPP_MIN_LOG_LEVEL="3")
+    if args.truth:
+        truth_spread(args.processes, env)
+        return
     command = [sys.executable, __file__, "--child", "--model", args.model, "--sequence", args.sequence]
     command += ["--executor", args.executor]
     sizes = SEQUENCE[args.sequence]

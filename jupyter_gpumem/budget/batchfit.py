@@ -45,6 +45,9 @@ CHECK_MOST = 12
 # The search near the answer stops once the largest size counted to fit is within this share of the smallest one
 # counted not to, or of the size the line predicts next: one more step would gain less than that.
 CLOSE = 0.05
+# Of those steps, at most this many count again a size counted above a larger one (noise, or the step's shape?
+# checked_largest).
+CONFIRM_MOST = 4
 
 
 @dataclass(frozen=True)
@@ -247,25 +250,61 @@ def next_size(
     return reach
 
 
-def jitter(points: Sequence[tuple[int, int]], smallest: int = 1) -> int:
+def jitter(points: Sequence[tuple[int, int]], smallest: int = 1, *, told: bool = False) -> int:
     """The most a counted peak lies above one counted at the same or a larger size: 0 where the counts grow with
-    the batch. More samples never need less memory, so such a fall is the counter's noise (a BFC allocator hands a
-    tensor a free chunk up to twice its size without splitting it, so its count depends on what ran before) or an
-    allocator's rounding of its blocks, which no curve through the points shows. A fall of at most FLOOR_BYTES
-    counts as none (the rounding of small blocks, within the tolerance of a line). Only the points from
-    ``smallest`` on count: the noise of the sizes near an answer, not of small ones (where a buffer that the
-    framework keeps once a larger step made it counts as a fall too)."""
-    worst = 0
-    below = 0  # the highest peak counted at a smaller size
-    by_size: dict[int, list[int]] = {}
+    the batch. More samples rarely need less memory, so such a fall is taken for the counter's noise (a BFC
+    allocator hands a tensor a free chunk up to twice its size without splitting it, so its count depends on what
+    ran before) or an allocator's rounding of its blocks, which no curve through the points shows. A fall of at
+    most FLOOR_BYTES counts as none (the rounding of small blocks, within the tolerance of a line). Only the points
+    from ``smallest`` on count: the noise of the sizes near an answer, not of small ones (where a buffer that the
+    framework keeps once a larger step made it counts as a fall too).
+
+    ``told``: a fall from a size counted at least twice (after other steps), each time that high, is the step's own
+    shape, not noise: another algorithm at another size (TensorFlow's CNN on the CPU counts 57.0 MiB at 160 and
+    48.9 MiB at 175, every time). The noise of a count that moves with what ran before only adds (a chunk larger
+    than the tensor), so a fall's lower count is not in doubt, its higher one is until counted again; the spread of
+    one size's counts still counts. The sizes such a fall waits on are ``unconfirmed``'s."""
+    counts = _by_size(points, smallest)
+    worst = max((max(peaks) - min(peaks) for peaks in counts.values()), default=0)
+    for smaller, _, fall in _falls(counts):
+        if not (told and len(counts[smaller]) > 1):
+            worst = max(worst, fall)
+    return worst if worst > FLOOR_BYTES else 0
+
+
+def unconfirmed(points: Sequence[tuple[int, int]], smallest: int, room_bytes: int) -> list[int]:
+    """The size counted once above a larger one by the most, where that fall widens ``jitter`` beyond the spread of
+    one size's counts: counted once more, a fall that stays is the step's shape (``jitter(told=True)`` leaves it
+    out), one that goes was noise (and the size's two counts now differ by it). Not a size whose count went past
+    ``room_bytes`` (a size counted past it is not run again)."""
+    counts = _by_size(points, smallest)
+    spread = max((max(peaks) - min(peaks) for peaks in counts.values()), default=0)
+    falls = [
+        (fall, smaller)
+        for smaller, _, fall in _falls(counts)
+        if fall > max(spread, FLOOR_BYTES) and len(counts[smaller]) == 1 and counts[smaller][0] <= room_bytes
+    ]
+    return [max(falls)[1]] if falls else []
+
+
+def _by_size(points: Sequence[tuple[int, int]], smallest: int) -> dict[int, list[int]]:
+    counts: dict[int, list[int]] = {}
     for n, peak in points:
         if n >= smallest:
-            by_size.setdefault(n, []).append(peak)
-    for n in sorted(by_size):
-        peaks = by_size[n]
-        worst = max(worst, below - min(peaks), max(peaks) - min(peaks))
-        below = max(below, *peaks)
-    return worst if worst > FLOOR_BYTES else 0
+            counts.setdefault(n, []).append(peak)
+    return counts
+
+
+def _falls(counts: dict[int, list[int]]) -> list[tuple[int, int, int]]:
+    """(smaller size, larger size, bytes): where the larger size was counted lower than the smaller (its lowest
+    count below the smaller's highest), by how much."""
+    sizes = sorted(counts)
+    return [
+        (a, b, max(counts[a]) - min(counts[b]))
+        for i, a in enumerate(sizes)
+        for b in sizes[i + 1 :]
+        if max(counts[a]) > min(counts[b])
+    ]
 
 
 @dataclass(frozen=True)
@@ -312,14 +351,17 @@ def checked_largest(
     ``recount``: for an allocator whose count of one size depends on what ran before it (a BFC allocator hands a
     tensor a free chunk up to twice its size without splitting it), the answer found is counted this many times
     more, each after a step at another size (the smallest measured, then half the answer): where the counts
-    differ, the margin widens (``predicted_largest``) and the search goes on below. Those steps count among the
-    ``most``.
+    differ, the margin widens (``predicted_largest``) and the search goes on below. A fall from one size to a
+    larger one widens it too, unless the smaller size, counted again after a step at the smallest size, is as
+    high (``unconfirmed``: the step's shape, not noise; at most CONFIRM_MOST such steps). Those steps count among
+    the ``most``.
 
     ``points``: the measured sizes (at least one); one point is not extrapolated."""
     known = list(points)
     counted: list[tuple[int, int]] = []
     estimate: int | None = None
     exhausted = False
+    confirmed = 0  # steps that counted again the sizes of a fall (``unconfirmed``)
 
     def count(n: int) -> None:
         peak = int(peak_of(n))
@@ -330,7 +372,18 @@ def checked_largest(
     # before the checks, so that counts far above the measured sizes do not leave the noise seen there behind.
     near = max((n for n, p in _ordered(points) if p <= limit_bytes - margin_bytes), default=0) // 4
     while True:
-        candidate, widened = predicted_largest(known, limit_bytes, margin_bytes, at_most=at_most, near=near)
+        # Where the count moves with what ran before, a fall from one size to a larger one may be that noise or the
+        # step's own shape: the higher size is counted once more, after a step at the smallest size (another
+        # history), to tell which.
+        unsure = unconfirmed(known, near, limit_bytes - margin_bytes) if recount else []
+        if unsure and confirmed + 2 <= CONFIRM_MOST and len(counted) + 2 <= most:
+            count(min(n for n, _ in known))
+            count(unsure[0])
+            confirmed += 2
+            continue
+        candidate, widened = predicted_largest(
+            known, limit_bytes, margin_bytes, at_most=at_most, near=near, told=bool(recount)
+        )
         room = limit_bytes - margin_bytes - widened
         ordered = _ordered(known)
         # A size fits where its lowest count, widened by the noise, does: its other counts are within the noise.
@@ -381,10 +434,12 @@ def predicted_largest(
     *,
     at_most: int | None = None,
     near: int | None = None,
+    told: bool = False,
 ) -> tuple[int, int]:
     """The largest size the counted points predict to fit, and what the margin is widened by for their jitter:
     ``(n, widened_bytes)``. The room is ``limit_bytes - margin_bytes - widened_bytes``, where the widening is the
-    ``jitter`` of the points from ``near`` on (by default a quarter of the largest size that fits).
+    ``jitter`` of the points from ``near`` on (by default a quarter of the largest size that fits; ``told``: falls
+    between sizes counted twice are the step's shape, not noise).
 
     The prediction is ``fit``'s (through the largest size that fits at the steepest recent slope, curving up where
     the slopes grew, steepened towards a size counted past the room) or, where the slopes of the points from
@@ -397,7 +452,7 @@ def predicted_largest(
     ordered = _ordered(points)
     if near is None:
         near = max((n for n, p in ordered if p <= limit_bytes - margin_bytes), default=0) // 4
-    widened = jitter(points, near)
+    widened = jitter(points, near, told=told)
     room = limit_bytes - margin_bytes - widened
     fits = max((n for n, p in ordered if p <= room), default=0)
     if room <= 0:

@@ -24,6 +24,7 @@ from jupyter_gpumem.budget.batchfit import (
     largest_under,
     next_size,
     predicted_largest,
+    unconfirmed,
 )
 from jupyter_gpumem.units import GiB, MiB
 
@@ -372,6 +373,57 @@ def test_a_count_that_moves_with_what_ran_before_is_counted_thrice_and_the_margi
     assert 0.9 * worst <= found.batch_size <= worst and len(found.counted) <= CHECK_MOST
     plain = checked_largest(peak, points, limit, margin)
     assert [n for n, _ in plain.counted].count(plain.batch_size) <= 1  # without recount: one count
+
+
+def stepped_down(n: int) -> int:
+    """A peak that falls once as the batch grows, every time it is counted: TensorFlow's CNN on the CPU counts
+    57.0 MiB at 160 and 48.9 MiB at 175 whatever ran before (benchmarks/tf_counts.py, 2026-11-29: another
+    convolution algorithm at another size). Here 12 MiB more below 170."""
+    return 30 * MiB + 160 * 1024 * n + (12 * MiB if n < 170 else 0)
+
+
+def test_a_fall_that_a_second_count_repeats_is_the_steps_shape_and_does_not_widen_the_margin():
+    points = [(n, stepped_down(n)) for n in (1, 2, 4, 8, 16, 32, 64, 160, 200, 256)]
+    fall = stepped_down(160) - stepped_down(200)
+    assert jitter(points) == fall > 5 * MiB  # counted once each, the fall is taken for noise
+    assert unconfirmed(points, 64, 96 * MiB) == [160]  # the size above a larger one by the most
+    twice = [*points, (160, stepped_down(160))]
+    assert jitter(twice, told=True) == 0 < jitter(twice) == fall  # as high twice: the step's shape
+    assert unconfirmed(twice, 64, 96 * MiB) == []
+
+    limit = 96 * MiB
+    margin = default_margin(limit)
+    room = limit - margin
+    truth = max(n for n in range(1, 2000) if stepped_down(n) <= room)
+    found = checked_largest(stepped_down, points, limit, margin, recount=2)
+    counted = [n for n, _ in found.counted]
+    assert counted[:2] == [1, 160]  # the size above a larger one, counted again first, after the smallest
+    assert found.widened_bytes == 0
+    assert 0.95 * truth <= found.batch_size <= truth
+    plain = checked_largest(stepped_down, points, limit, margin)  # a counter that never moves: nothing confirmed
+    assert 160 not in [n for n, _ in plain.counted] and plain.widened_bytes == fall
+
+
+def test_a_fall_that_a_second_count_does_not_repeat_was_noise_and_widens_the_margin():
+    counted: list[int] = []
+
+    def peak(n: int) -> int:  # 12 MiB more the first time 160 is counted only: what ran before, not the size
+        counted.append(n)
+        return 30 * MiB + 160 * 1024 * n + (12 * MiB if n == 160 and counted.count(160) == 1 else 0)
+
+    points = [(n, peak(n)) for n in (1, 2, 4, 8, 16, 32, 64, 160, 200, 256)]
+    limit = 96 * MiB
+    margin = default_margin(limit)
+    found = checked_largest(peak, points, limit, margin, recount=2)
+    assert found.counted[1] == (160, peak(160))  # counted again: 12 MiB lower
+    assert found.widened_bytes == 12 * MiB  # 160's two counts differ by that: the count's noise
+    assert peak(found.batch_size) + 12 * MiB <= limit - margin
+
+
+def test_a_size_counted_past_the_room_is_not_counted_again_to_confirm_a_fall():
+    # 100 past a room of 88 MiB falls by 10 MiB to 120; 130 falls by 2 MiB to 140
+    points = [(100, 90 * MiB), (120, 80 * MiB), (130, 84 * MiB), (140, 82 * MiB)]
+    assert unconfirmed(points, 1, 88 * MiB) == [130]
 
 
 def test_a_size_counted_past_the_room_steepens_the_line_from_the_largest_that_fits():
