@@ -205,14 +205,14 @@ def next_size(
     - First ``sizes``, smallest first, each above every size measured (before any point only the smallest, and
       only where there is room at all). With one point there is no slope: the next size runs where it is at most
       twice the first (one more sample at 1) and the first fitted; a line through the origin is never used.
-    - From two points on, each next size is predicted from the last point at the *steepest* slope of any segment
-      so far (between consecutive sizes), so that a flat start neither stops nor misleads the search, and it may
-      take at most half of the room left above the last point, divided by the caution: 1, or up to CAUTION where
-      the last segment is that many times steeper than the one before (a bend inside it: its slope is then a
-      lower bound). The next size is the next of ``sizes``, else twice the last, where that is within reach; else
-      the farthest size within reach, a smaller step towards the answer, unless the last two slopes agree within
-      SETTLED (a line: the answer is extrapolated from there) or the step would be under a sixteenth of the last
-      size (the extrapolation left is then at most about half of it).
+    - From two points on, each next size is predicted from the last point at the *steepest* slope of any segment so far
+      (between consecutive sizes, less the ``jitter`` seen: noise, not a slope), so that a flat start neither stops
+      nor misleads the search, and it may take at most half of the room left above the last point, divided by the
+      caution: 1, or up to CAUTION where the last segment is that many times steeper than the one before (a bend inside
+      it: its slope is then a lower bound). The next size is the next of ``sizes``, else twice the last, where that is
+      within reach; else the farthest size within reach, a smaller step towards the answer, unless the last two slopes
+      agree within SETTLED (a line: the answer is extrapolated from there) or the step would be under a sixteenth of the
+      last size (the extrapolation left is then at most about half of it).
     - Never more than ``most`` sizes, never above ``at_most`` (the rows there are), nothing after a step whose
       peak went past the room."""
     room = limit_bytes - margin_bytes
@@ -233,7 +233,11 @@ def next_size(
         return None
     if len(ordered) == 1:
         return wanted if wanted <= 2 * n_last else None
-    slopes = [(p2 - p1) / (n2 - n1) for (n1, p1), (n2, p2) in itertools.pairwise(ordered)]
+    # As much of a rise as a fall seen between counts is the counter's noise, not a slope (TensorFlow's count of
+    # its MLP at 1 and 2 on the CPU: 29 and 31 MiB, then 29 at 4): a steep first segment would otherwise keep every
+    # later step small, and the points would never leave the noise.
+    noise = jitter(ordered)
+    slopes = [max(0, p2 - p1 - noise) / (n2 - n1) for (n1, p1), (n2, p2) in itertools.pairwise(ordered)]
     steepest = max(slopes)
     if steepest <= 0:
         return wanted  # nothing has grown yet: doubling is as safe as the last step was
