@@ -111,7 +111,10 @@ class Kernel:
         self.passed: list[dict[str, Any]] = []  # iopub messages run() read but did not use, oldest first
 
     def run(self, code: str, timeout: float = 60) -> Reply:
-        msg_id = self.client.execute(code)
+        return self.reply(self.client.execute(code), timeout)
+
+    def reply(self, msg_id: str, timeout: float = 60) -> Reply:
+        """What the cell ``msg_id`` (from client.execute) printed, displayed and answered, once it is done."""
         stdout, stderr, error = [], [], ""
         displayed: list[dict[str, Any]] = []
         while True:

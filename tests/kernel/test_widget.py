@@ -5,11 +5,14 @@ stops its updates, and that a notebook run headless keeps that picture."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
+import queue
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,14 +98,15 @@ def test_the_views_html_escapes_every_host_string_and_marks_this_kernel():
 # -- in real kernels ------------------------------------------------------------------------------------------
 
 
-def drain(kernel: Kernel, seconds: float) -> None:
-    """Read iopub for ``seconds`` more, keeping every message in kernel.passed."""
-    deadline = time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        try:
-            kernel.passed.append(kernel.client.get_iopub_msg(timeout=left))
-        except Exception:  # queue.Empty
-            return
+def until(kernel: Kernel, condition: Callable[[], object], timeout: float = 60) -> None:
+    """Read iopub, keeping every message in kernel.passed, until ``condition()`` holds: never a fixed wait, which a
+    loaded machine outlasts (fails after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        left = deadline - time.monotonic()
+        assert left > 0, f"waited {timeout} s for the kernel's messages"
+        with contextlib.suppress(queue.Empty):
+            kernel.passed.append(kernel.client.get_iopub_msg(timeout=min(left, 1)))
 
 
 class Widgets:
@@ -156,6 +160,10 @@ class Widgets:
         )
 
 
+def hellos(widgets: Widgets, view: str) -> list[dict[str, Any]]:
+    return [m for m in widgets.messages(view) if m["type"] == "hello"]
+
+
 def own_mib(sample: dict[str, Any]) -> float:
     return sample["gpus"][0]["own_bytes"] / MiB
 
@@ -199,24 +207,25 @@ def test_gpumem_show_displays_the_live_view_with_a_still_picture_beside_it(kerne
     # The loader found the module neither in the page nor on the server: the kernel sends it, in one file, with
     # its styles, as binary buffers beside the message.
     widgets.ask(view, {"type": "module"})
-    drain(kernel, 1.5)
+    until(kernel, lambda: widgets.buffers(view, "module"))
     [[esm, css]] = widgets.buffers(view, "module")
     assert esm == (STATIC / "inline.bundle.js").read_bytes() and len(esm) > 1_000_000  # plotly inside
     assert b".jp-GpuMem-headline" in css
     # The show cell did not wait for the sampler: samples follow, each a protocol message the sidebar reads.
-    drain(kernel, 3)
+    until(kernel, lambda: len(widgets.samples(view)) >= 2)
     samples = widgets.samples(view)
     assert len(samples) >= 2 and own_mib(samples[-1]) == 3174
     assert samples[-1]["gpus"][0]["budget_bytes"] == 20 * GiB and samples[-1]["policy_state"] == "recorded"
     # The module, once loaded, asks for the history: the kernel answers with the sidebar's hello.
     widgets.ask(view, {"type": "replay"})
-    drain(kernel, 2)
-    [hello] = [m for m in widgets.messages(view) if m["type"] == "hello"]
+    until(kernel, lambda: hellos(widgets, view))
+    [hello] = hellos(widgets, view)
     assert hello["protocol"] == 1 and hello["interval_s"] == 1.0 and len(hello["history"]) >= 2
     assert all("processes" not in g for s in hello["history"] for g in s["gpus"])  # figures only
     widgets.ask(view, {"type": "mine now"})  # anything else: ignored, nothing changes
     widgets.ask(view, "not an object")
-    drain(kernel, 1.5)
+    widgets.ask(view, {"type": "replay"})  # handled after those two: once answered, they were too
+    until(kernel, lambda: len(hellos(widgets, view)) == 2)
     assert view not in widgets.closed() and kernel.run("print(1)").stdout == "1\n"
 
 
@@ -228,7 +237,7 @@ def catalogue_reply(kernel: Kernel) -> tuple[Widgets, str, dict[str, Any]]:
     widgets = Widgets(kernel)
     view = widgets.views()[-1]  # the one just shown
     widgets.ask(view, {"type": "catalogue"})
-    drain(kernel, 1.5)
+    until(kernel, lambda: any(m["type"] == "catalogue" for m in widgets.messages(view)))
     [answer] = [m for m in widgets.messages(view) if m["type"] == "catalogue"]
     return widgets, view, answer
 
@@ -274,15 +283,19 @@ def test_the_view_moves_while_another_cell_is_busy(kernel_with):
     kernel.run("%gpumem show")
     widgets = Widgets(kernel)
     [view] = widgets.views()
-    # One cell: this kernel "grows" to 6000 MiB, then the cell sleeps; the main thread is busy throughout.
-    reply = kernel.run(
-        "from pathlib import Path\nfrom jupyter_gpumem import standin\n"
-        f"standin.write_scenario(Path({str(kernel.scenario)!r}), {own_scenario(kernel, 6000)!r})\n"
-        "import time; time.sleep(3.5)"
+    # A cell keeps the main thread busy until the test lets it go; meanwhile this kernel "grows" to 6000 MiB.
+    go = kernel.scenario.with_name("go")
+    cell = kernel.client.execute(
+        "import time\nfrom pathlib import Path\nuntil = time.monotonic() + 120\n"
+        f"while not Path({str(go)!r}).exists() and time.monotonic() < until:\n    time.sleep(0.05)\n"
+        f"print(Path({str(go)!r}).exists())"
     )
-    assert reply.status == "ok"
-    # kernel.passed holds what arrived before the cell's idle status: the view moved during the sleep.
-    assert own_mib(widgets.samples(view)[-1]) == 6000
+    standin.write_scenario(kernel.scenario, own_scenario(kernel, 6000))
+    # The view moved while the cell was busy:
+    until(kernel, lambda: any(own_mib(s) == 6000 for s in widgets.samples(view)))
+    go.touch()
+    reply = kernel.reply(cell)
+    assert reply.status == "ok" and reply.stdout == "True\n"  # the cell was still running: it saw the go
 
 
 @pytest.mark.kernel
@@ -301,7 +314,7 @@ def test_two_views_share_the_one_sampler_and_closing_one_stops_only_its_updates(
     widgets = Widgets(kernel)
     view_a, view_b = widgets.views()
     assert view_a == first["data"][WIDGET_VIEW]["model_id"]
-    drain(kernel, 2.5)  # samples for the chart a closed view leaves
+    until(kernel, lambda: len(widgets.samples(view_a)) >= 2)  # samples for the chart a closed view leaves
     closed = kernel.run(f"a.close(); print(len({VIEWS}), a.closed, b.closed)")
     assert closed.stdout.strip() == "1 True False"
     # Its output is replaced by its last picture: still HTML, no widget any more.
@@ -311,21 +324,15 @@ def test_two_views_share_the_one_sampler_and_closing_one_stops_only_its_updates(
     chart = update["data"][PLOTLY]  # the recorded history, interactive without the kernel
     # This kernel's line first of the lines (the cells' band, drawn under them, has no legend entry).
     assert [t["name"] for t in chart["data"] if t.get("showlegend") is not False][:1] == ["this kernel"]
-    drain(kernel, 0.5)
-    assert view_a in widgets.closed()
+    until(kernel, lambda: view_a in widgets.closed())
     before = len(widgets.samples(view_a))
-    kernel.run(
-        "from pathlib import Path\nfrom jupyter_gpumem import standin\n"
-        f"standin.write_scenario(Path({str(kernel.scenario)!r}), {own_scenario(kernel, 6000)!r})\n"
-        "import time; time.sleep(2.5)"
-    )
-    assert len(widgets.samples(view_a)) == before  # the closed view got nothing more
-    assert own_mib(widgets.samples(view_b)[-1]) == 6000  # the other one still moves
+    standin.write_scenario(kernel.scenario, own_scenario(kernel, 6000))
+    until(kernel, lambda: any(own_mib(s) == 6000 for s in widgets.samples(view_b)))  # the other one still moves
+    assert len(widgets.samples(view_a)) == before  # the closed view got nothing more (sent with view_b's)
     assert view_b not in widgets.closed()
     # Its Stop button: the module asks, the kernel closes it and leaves the picture.
     widgets.ask(view_b, {"type": "stop"})
-    drain(kernel, 2)
-    assert view_b in widgets.closed()
+    until(kernel, lambda: view_b in widgets.closed())
     assert kernel.run(f"print(len({VIEWS}), b.closed)").stdout.strip() == "0 True"
     stopped = [
         m["content"]
@@ -360,7 +367,7 @@ def test_without_plotly_the_view_is_live_and_its_stopped_picture_says_what_to_in
     assert WIDGET_VIEW in shown["data"] and "3.1 of 20.0 GiB budget" in shown["data"]["text/html"]
     widgets = Widgets(kernel)
     [view] = widgets.views()
-    drain(kernel, 2.5)
+    until(kernel, lambda: widgets.samples(view))
     assert own_mib(widgets.samples(view)[-1]) == 3174
     closed = kernel.run("view.close()")
     [update] = closed.displayed
