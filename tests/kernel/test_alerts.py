@@ -65,19 +65,42 @@ def test_a_running_cell_shows_each_warning_once(kernel_with):
     standin.write_scenario(kernel.scenario, text.replace("used=3100MiB", "used=2000MiB"))  # 59%
     assert kernel.run("import jupyter_gpumem; jupyter_gpumem._connect_sidebar(0.2, 60)").status == "ok"
     assert kernel.run("%gpumem limit=3400MiB").stderr == ""
-    msg_id = kernel.client.execute("import time; time.sleep(4)")  # the warnings appear in this cell
-    time.sleep(1)
+    # The warnings appear in this cell, which runs until the test lets it go (never a fixed time: a loaded
+    # machine may take a reading late).
+    go = kernel.scenario.with_name("go")
+    msg_id = kernel.client.execute(
+        "import time\nfrom pathlib import Path\nuntil = time.monotonic() + 120\n"
+        f"while not Path({str(go)!r}).exists() and time.monotonic() < until:\n    time.sleep(0.05)"
+    )
+    seen = {"stderr": "", "samples": 0, "idle": False}
+
+    def read_until(condition, timeout=60.0):
+        """Read iopub until ``condition()``: this cell's stderr, and the samples the sidebar's comm carries."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            msg = kernel.client.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
+            content = msg["content"]
+            if msg["msg_type"] == "comm_msg" and content["data"].get("type") == "sample":
+                seen["samples"] += 1
+            elif msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            elif msg["msg_type"] == "stream" and content["name"] == "stderr":
+                seen["stderr"] += content["text"]
+            elif msg["msg_type"] == "status" and content["execution_state"] == "idle":
+                seen["idle"] = True
+
+    def readings_more(count):  # that many more readings, each of which could have warned again
+        target = seen["samples"] + count
+        return lambda: seen["samples"] >= target
+
     standin.write_scenario(kernel.scenario, text)  # 3100 MiB: 91%
-    time.sleep(1)
+    read_until(lambda: "91% of its 3400 MiB budget" in seen["stderr"])
+    read_until(readings_more(5))
     standin.write_scenario(kernel.scenario, text.replace("used=3100MiB", "used=3600MiB"))  # over
-    stderr = ""
-    while True:
-        msg = kernel.client.get_iopub_msg(timeout=30)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream" and msg["content"]["name"] == "stderr":
-            stderr += msg["content"]["text"]
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
+    read_until(lambda: "200 MiB over its 3400 MiB budget" in seen["stderr"])
+    read_until(readings_more(5))
+    go.touch()
+    read_until(lambda: seen["idle"])
+    stderr = seen["stderr"]
     assert stderr.count("91% of its 3400 MiB budget") == 1
     assert stderr.count("200 MiB over its 3400 MiB budget") == 1
