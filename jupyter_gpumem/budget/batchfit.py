@@ -233,9 +233,9 @@ def next_size(
         return None
     if len(ordered) == 1:
         return wanted if wanted <= 2 * n_last else None
-    # As much of a rise as a fall seen between counts is the counter's noise, not a slope (TensorFlow's count of
-    # its MLP at 1 and 2 on the CPU: 29 and 31 MiB, then 29 at 4): a steep first segment would otherwise keep every
-    # later step small, and the points would never leave the noise.
+    # As much of a rise as a fall seen between counts is the counter's noise, not a slope: a segment steep by noise
+    # would otherwise keep every later step small, and the points might never leave the noise (TensorFlow's MLP on
+    # the CPU once stopped at 104, counted lower there than at 1: 27 and 29 MiB).
     noise = jitter(ordered)
     slopes = [max(0, p2 - p1 - noise) / (n2 - n1) for (n1, p1), (n2, p2) in itertools.pairwise(ordered)]
     steepest = max(slopes)
@@ -365,7 +365,7 @@ def checked_largest(
     counted: list[tuple[int, int]] = []
     estimate: int | None = None
     exhausted = False
-    confirmed = 0  # steps that counted again the sizes of a fall (``unconfirmed``)
+    confirmed = 0  # steps that counted a fall's higher size again, and the steps before them (``unconfirmed``)
 
     def count(n: int) -> None:
         peak = int(peak_of(n))
@@ -442,8 +442,8 @@ def predicted_largest(
 ) -> tuple[int, int]:
     """The largest size the counted points predict to fit, and what the margin is widened by for their jitter:
     ``(n, widened_bytes)``. The room is ``limit_bytes - margin_bytes - widened_bytes``, where the widening is the
-    ``jitter`` of the points from ``near`` on (by default a quarter of the largest size that fits; ``told``: falls
-    between sizes counted twice are the step's shape, not noise).
+    ``jitter`` of the points from ``near`` on (by default a quarter of the largest size that fits; ``told``: a fall
+    from a size counted twice, as high both times, is the step's shape, not noise).
 
     The prediction is ``fit``'s (through the largest size that fits at the steepest recent slope, curving up where
     the slopes grew, steepened towards a size counted past the room) or, where the slopes of the points from

@@ -376,9 +376,9 @@ def test_a_count_that_moves_with_what_ran_before_is_counted_thrice_and_the_margi
 
 
 def test_a_count_high_by_noise_at_a_small_size_does_not_keep_the_measuring_small():
-    # TensorFlow's MLP on the CPU (benchmark, 2026-11-29): 29 MiB at 1, 31 at 2, 29 at 4. Taken for a slope of 2 MiB
-    # per sample, that first segment kept every later step small: the sizes stopped near 100, flat, and
-    # largest_batch answered that no batch size follows. The fall from 2 to 4 shows the noise.
+    # TensorFlow's MLP on the CPU (benchmark, 2026-11-29) stopped measuring at 104, counted lower there than at 1
+    # (27 and 29 MiB), and largest_batch answered that no batch size follows. Here a count 2 MiB high at 2, taken
+    # for a slope of 2 MiB per sample, kept every later step small; the fall from 2 to 4 shows it is noise.
     def peak(n: int) -> int:
         return 28 * MiB + 20 * 1024 * n + (2 * MiB if n == 2 else 0)
 
