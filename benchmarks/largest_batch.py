@@ -215,6 +215,8 @@ def case(
         "answer_counts": [p for n, p in fit.checked if n == fit.batch_size],
         "truth_counts": peak.counts.get(fit.batch_size, []),
         "room": room,
+        # Every (size, peak) largest_batch counted, in order: what a miss or an answer of 0 is read from afterwards.
+        "points": [list(point) for point in fit.points],
     }
 
 
