@@ -283,7 +283,7 @@ def test_other_gpus_at_the_same_count_are_read_with_their_own_facts(scenario):
         ("GPU-5e5e5e5e-0000-4000-8000-000000000002", "NVIDIA T4", (7, 5)),
     ]
     assert snap.driver_version == "550.54.15"
-    assert {p.pid: p.gpu_uuid for p in snap.devices[1].processes} == {31339: "GPU-5e5e5e5e-0000-4000-8000-000000000002"}
+    assert {p.pid: p.gpu_uuid for p in snap.devices[1].processes} == {41339: "GPU-5e5e5e5e-0000-4000-8000-000000000002"}
 
 
 def test_one_gpu_swapped_for_another_is_read_with_its_own_facts(scenario):

@@ -23,7 +23,7 @@ from jupyter_gpumem.units import MiB
 SCENARIO = """driver version=550.54.15 cuda=12040
 gpu name="NVIDIA A100-SXM4-40GB" uuid=GPU-5e5e5e5e-0000-4000-8000-000000000000 total=40960MiB used=9000MiB
 proc gpu=0 pid=kernel used=1536MiB name=python
-proc gpu=0 pid=31337 used=5000MiB name=python3
+proc gpu=0 pid=41337 used=5000MiB name=python3
 """
 READ = """import json, os
 from jupyter_gpumem.gpu import nvml
@@ -59,14 +59,14 @@ def end(process: subprocess.Popen[bytes]) -> None:
 
 def listed() -> list[tuple[int, int | None, str | None]]:
     """GPU 0's processes as this process reads them: pid, bytes, name, in pid order (a kernel's pid may be above
-    or below the scenario's 31337)."""
+    or below the scenario's 41337)."""
     (device,) = nvml.read(os.getpid(), HostProcesses().lookup).devices
     return sorted((p.pid, p.used_bytes, p.name) for p in device.processes)
 
 
 def test_pid_kernel_lists_nothing_while_no_kernel_reads_the_scenario(scenario):
     scenario(SCENARIO)
-    assert listed() == [(31337, 5000 * MiB, "python3")]
+    assert listed() == [(41337, 5000 * MiB, "python3")]
 
 
 def test_every_reader_kernels_included_finds_the_oldest_kernel_of_this_scenario(scenario, start_kernel, tmp_path):
@@ -76,12 +76,12 @@ def test_every_reader_kernels_included_finds_the_oldest_kernel_of_this_scenario(
     start_kernel(other)  # the oldest kernel, but of another scenario: another Jupyter server's
     first = start_kernel(path).pid
     start_kernel(path)
-    assert listed() == sorted([(first, 1536 * MiB, "python"), (31337, 5000 * MiB, "python3")])
+    assert listed() == sorted([(first, 1536 * MiB, "python"), (41337, 5000 * MiB, "python3")])
     # A younger kernel reading the scenario finds the first one holding the memory, not itself.
     reader = [sys.executable, "-c", READ, "ipykernel_launcher"]
     out = subprocess.run(reader, capture_output=True, text=True, check=True).stdout
     assert sorted(json.loads(out)) == sorted(
-        [[first, 1536 * MiB, "python", False], [31337, 5000 * MiB, "python3", False]]
+        [[first, 1536 * MiB, "python", False], [41337, 5000 * MiB, "python3", False]]
     )
 
 
@@ -93,4 +93,4 @@ def test_when_the_oldest_kernel_ends_the_next_one_holds_the_memory(scenario, sta
     assert (second.pid, 1536 * MiB, "python") in listed()
     assert first.pid not in [pid for pid, _, _ in listed()]
     end(second)
-    assert listed() == [(31337, 5000 * MiB, "python3")]
+    assert listed() == [(41337, 5000 * MiB, "python3")]

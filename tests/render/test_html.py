@@ -110,8 +110,8 @@ def test_status_html_highlights_this_kernel_and_escapes_a_hostile_name(kernel_wi
     pid = kernel.run("import os; print(os.getpid())").stdout.strip()
     text, markup = rich(kernel.run("%gpumem status"))
     page = Page(markup)
-    gpu0 = [r for r in page.rows if r["cells"][0] in (pid, "31337", "31338")]
-    assert [r["cells"][0] for r in gpu0] == ["31337", pid, "31338"]  # largest first
+    gpu0 = [r for r in page.rows if r["cells"][0] in (pid, "41337", "41338")]
+    assert [r["cells"][0] for r in gpu0] == ["41337", pid, "41338"]  # largest first
     mine = gpu0[1]
     assert mine["classes"] == ["jp-GpuMem-self"] and mine["cells"][2] == "3174 MiB"
     assert mine["cells"][5] == "pythonthis kernel"  # the name, then its badge

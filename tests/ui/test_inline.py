@@ -264,7 +264,7 @@ def test_rich_status_is_a_table_with_this_kernel_marked_and_the_hostile_name_as_
     rows = table.locator("tbody tr")
     expect(rows).to_have_count(3)
     cells = [[c.strip() for c in r.locator("td").all_inner_texts()] for r in rows.all()]
-    assert cells[0][:3] == ["31337", "N/A", "12000 MiB"]
+    assert cells[0][:3] == ["41337", "N/A", "12000 MiB"]
     assert cells[1][0] == pid and cells[1][2] == "3174 MiB" and cells[1][5].startswith("python")
     assert cells[2][5] == "<img src=x onerror=alert(1)>"
     expect(table.locator("tr.jp-GpuMem-self")).to_have_count(1)

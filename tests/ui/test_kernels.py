@@ -48,7 +48,7 @@ def scenario(pids: dict[str, int]) -> str:
         "cc=8.0 used=9200MiB util=40\n"
         f"proc gpu=0 pid={pids['alpha.ipynb']} used=3000MiB name=python\n"
         f"proc gpu=0 pid={pids[HOSTILE]} used=1200MiB name=python\n"
-        "proc gpu=0 pid=31337 used=5000MiB name=python3\n"
+        "proc gpu=0 pid=41337 used=5000MiB name=python3\n"
     )
 
 

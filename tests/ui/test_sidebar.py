@@ -109,9 +109,9 @@ def test_sidebar_streams_budget_processes_and_follows_the_scenario_and_a_restart
     expect(panel.locator("tr.jp-GpuMem-self .jp-GpuMem-badge")).to_have_text("this kernel")
     table = rows(page)
     assert table == [
-        ["31337", "python3", "N/A", "12000", "N/A"],
+        ["41337", "python3", "N/A", "12000", "N/A"],
         [pid, "pythonthis kernel", table[1][2], "3174", table[1][4]],
-        ["31338", "<img src=x onerror=alert(1)>", "N/A", "1024", "N/A"],
+        ["41338", "<img src=x onerror=alert(1)>", "N/A", "1024", "N/A"],
     ]
     assert panel.locator("img").count() == 0 and dialogs == []  # the hostile name stayed text
     panel.locator("th[data-key='pid']").click()  # sortable: PID, descending first, then ascending

@@ -22,9 +22,9 @@ T4 = 'gpu name="NVIDIA T4" uuid=GPU-5e5e5e5e-0000-4000-8000-000000000002 total=1
 # Twelve processes on GPU 0: this kernel at 93% of a 20 GiB budget, a long name, spaces in a name, a
 # process the driver cannot name, the hostile name; the T4 for the GPU choice.
 OTHERS = [
-    (31337, 12000, "python3.11-train-resnet50-imagenet"),
-    (31338, 1024, "<img src=x onerror=alert(1)>"),
-    (31339, 900, "my  training job"),
+    (41337, 12000, "python3.11-train-resnet50-imagenet"),
+    (41338, 1024, "<img src=x onerror=alert(1)>"),
+    (41339, 900, "my  training job"),
     (4194301, 800, None),  # no process can have this PID here: nothing names it
     *[(31341 + i, 100 + 50 * i, "python3") for i in range(7)],
 ]
