@@ -100,6 +100,16 @@ class Reply:
     displayed: list[dict[str, Any]] = field(default_factory=list)
 
 
+def held_cell(go: Path) -> str:
+    """A cell that keeps the kernel's main thread busy until the file ``go`` exists (at most 120 s): a test lets it
+    go once it has seen what should come while a cell runs, never after a fixed time."""
+    return (
+        "import time\nfrom pathlib import Path\nuntil = time.monotonic() + 120\n"
+        f"while not Path({str(go)!r}).exists() and time.monotonic() < until:\n    time.sleep(0.05)\n"
+        f"print(Path({str(go)!r}).exists())"
+    )
+
+
 class Kernel:
     def __init__(self, env: dict[str, str], scenario: Path):
         self.scenario = scenario  # rewrite it (standin.write_scenario) to change what the driver reports

@@ -269,7 +269,7 @@ def jitter(points: Sequence[tuple[int, int]], smallest: int = 1, *, told: bool =
     than the tensor), so a fall's lower count is not in doubt, its higher one is until counted again; the spread of
     one size's counts still counts. The sizes such a fall waits on are ``unconfirmed``'s."""
     counts = _by_size(points, smallest)
-    worst = max((max(peaks) - min(peaks) for peaks in counts.values()), default=0)
+    worst = _spread(counts)
     for smaller, _, fall in _falls(counts):
         if not (told and len(counts[smaller]) > 1):
             worst = max(worst, fall)
@@ -282,7 +282,7 @@ def unconfirmed(points: Sequence[tuple[int, int]], smallest: int, room_bytes: in
     out), one that goes was noise (and the size's two counts now differ by it). Not a size whose count went past
     ``room_bytes`` (a size counted past it is not run again)."""
     counts = _by_size(points, smallest)
-    spread = max((max(peaks) - min(peaks) for peaks in counts.values()), default=0)
+    spread = _spread(counts)
     falls = [
         (fall, smaller)
         for smaller, _, fall in _falls(counts)
@@ -297,6 +297,11 @@ def _by_size(points: Sequence[tuple[int, int]], smallest: int) -> dict[int, list
         if n >= smallest:
             counts.setdefault(n, []).append(peak)
     return counts
+
+
+def _spread(counts: dict[int, list[int]]) -> int:
+    """The most one size's counts lie apart."""
+    return max((max(peaks) - min(peaks) for peaks in counts.values()), default=0)
 
 
 def _falls(counts: dict[int, list[int]]) -> list[tuple[int, int, int]]:

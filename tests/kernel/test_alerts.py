@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from conftest import held_cell
 
 from jupyter_gpumem import standin
 from jupyter_gpumem.budget.policy import Policy
@@ -68,10 +69,7 @@ def test_a_running_cell_shows_each_warning_once(kernel_with):
     # The warnings appear in this cell, which runs until the test lets it go (never a fixed time: a loaded
     # machine may take a reading late).
     go = kernel.scenario.with_name("go")
-    msg_id = kernel.client.execute(
-        "import time\nfrom pathlib import Path\nuntil = time.monotonic() + 120\n"
-        f"while not Path({str(go)!r}).exists() and time.monotonic() < until:\n    time.sleep(0.05)"
-    )
+    msg_id = kernel.client.execute(held_cell(go))
     seen = {"stderr": "", "samples": 0, "idle": False}
 
     def read_until(condition, timeout=60.0):

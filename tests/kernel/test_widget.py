@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, SCENARIOS, Kernel
+from conftest import FIXTURES, SCENARIOS, Kernel, held_cell
 
 from jupyter_gpumem import i18n, standin
 from jupyter_gpumem.kernel.widget import STATIC, header_html, table_html
@@ -285,11 +285,7 @@ def test_the_view_moves_while_another_cell_is_busy(kernel_with):
     [view] = widgets.views()
     # A cell keeps the main thread busy until the test lets it go; meanwhile this kernel "grows" to 6000 MiB.
     go = kernel.scenario.with_name("go")
-    cell = kernel.client.execute(
-        "import time\nfrom pathlib import Path\nuntil = time.monotonic() + 120\n"
-        f"while not Path({str(go)!r}).exists() and time.monotonic() < until:\n    time.sleep(0.05)\n"
-        f"print(Path({str(go)!r}).exists())"
-    )
+    cell = kernel.client.execute(held_cell(go))
     standin.write_scenario(kernel.scenario, own_scenario(kernel, 6000))
     # The view moved while the cell was busy:
     until(kernel, lambda: any(own_mib(s) == 6000 for s in widgets.samples(view)))
